@@ -1,0 +1,19 @@
+// How each pointwise op is written in CUDA C++ (style.md #12): one table, fp32 math throughout.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace mlpc::codegen {
+
+// The fp32 expression computing `n` from operand expressions `args`.
+std::string cuda_expr(const ir::Node& n, const std::vector<std::string>& args);
+// A __device__ helper the expression calls, or "" when it needs none.
+std::string_view cuda_helper(ir::Op op);
+// The CUDA element type of a dtype: float, __half, __nv_bfloat16.
+std::string_view cuda_type(ir::DType t);
+
+}  // namespace mlpc::codegen

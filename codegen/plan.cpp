@@ -1,0 +1,19 @@
+#include "codegen/plan.h"
+
+#include <algorithm>
+
+namespace mlpc::codegen {
+
+int64_t Buffer::bytes(int64_t batch) const {
+  return numel(batch) * static_cast<int64_t>(ir::dtype_size(type.dtype));
+}
+
+LaunchDims launch_dims(const KernelStep& k, int64_t numel) {
+  constexpr int64_t kBlock = 256;
+  constexpr int64_t kMaxGrid = 132 * 32;  // 32 blocks per SM on an H200; beyond that, loop
+  int64_t work = (numel + k.vec - 1) / k.vec;
+  int64_t grid = std::clamp<int64_t>((work + kBlock - 1) / kBlock, 1, kMaxGrid);
+  return {static_cast<unsigned>(grid), static_cast<unsigned>(kBlock)};
+}
+
+}  // namespace mlpc::codegen

@@ -1,0 +1,64 @@
+// A Plan is what codegen hands the runtime: buffers, and an ordered list of steps, each one
+// kernel launch (a cuBLASLt GEMM or a generated CUDA kernel). No CUDA calls here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/type.h"
+
+namespace mlpc::codegen {
+
+enum class BufferRole { Input, Param, Intermediate, Output };
+
+struct Buffer {
+  std::string name;  // the IR value it holds
+  ir::TensorType type;
+  BufferRole role = BufferRole::Intermediate;
+  int64_t bytes(int64_t batch) const;
+  int64_t numel(int64_t batch) const { return type.shape.numel(batch); }
+};
+
+// y[rows, n] = x[rows, k] . w[n, k]^T, row-major, fp32 accumulation; rows = x's leading dims.
+struct GemmStep {
+  std::string name;  // stable: "gemm_<output value>"
+  int x = -1, w = -1, y = -1;  // buffer indices
+  int64_t n = 0, k = 0;
+  ir::DType dtype = ir::DType::F32;
+  std::vector<std::string> ir_nodes;  // value names it computes
+};
+
+// One generated kernel. Its signature is
+//   extern "C" __global__ void NAME(const T0* in0, ..., const Tk* ink, T* out, long long n)
+// where n is the element count of the output; inputs are full-size or row vectors.
+struct KernelStep {
+  std::string name;    // the __global__ function, also the IR symbol
+  std::string source;  // a complete CUDA C++ translation unit
+  std::vector<int> inputs;  // buffer indices, in parameter order
+  int output = -1;
+  int64_t row_len = 1;  // last dim of the iteration space
+  int vec = 1;          // elements per thread per iteration (16-byte accesses when > 1)
+  std::vector<std::string> ops;       // IR op names it computes, in order
+  std::vector<std::string> ir_nodes;  // IR value names it computes, in order
+};
+
+using Step = std::variant<GemmStep, KernelStep>;
+
+struct LaunchDims {
+  unsigned grid = 1, block = 256;
+};
+// Grid-stride launch: enough blocks to cover `numel` once, capped so huge tensors loop.
+LaunchDims launch_dims(const KernelStep& k, int64_t numel);
+
+struct Plan {
+  std::string graph_name;
+  std::vector<Buffer> buffers;
+  std::vector<Step> steps;
+  std::vector<int> inputs;   // buffer indices, in argument order
+  std::vector<int> outputs;  // buffer indices, in return order
+  int launches() const { return static_cast<int>(steps.size()); }
+};
+
+}  // namespace mlpc::codegen

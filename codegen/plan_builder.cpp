@@ -1,0 +1,61 @@
+#include "codegen/plan_builder.h"
+
+#include <fmt/format.h>
+
+#include "codegen/pointwise_kernel.h"
+#include "ir/error.h"
+
+namespace mlpc::codegen {
+
+Plan build_plan(const ir::Graph& g) {
+  Plan plan;
+  plan.graph_name = g.name;
+  std::vector<int> buffer_of(g.size(), -1);
+  auto add_buffer = [&](const ir::Node& n, BufferRole role) {
+    buffer_of[g.id_of(n).index] = static_cast<int>(plan.buffers.size());
+    plan.buffers.push_back({n.name, n.type, role});
+    return buffer_of[g.id_of(n).index];
+  };
+  auto buf = [&](ir::NodeId id) { return buffer_of[id.index]; };
+
+  for (const ir::Node& n : g.nodes) {
+    switch (n.op) {
+      case ir::Op::Input: plan.inputs.push_back(add_buffer(n, BufferRole::Input)); break;
+      case ir::Op::Param: add_buffer(n, BufferRole::Param); break;
+      case ir::Op::MatMul: {
+        GemmStep s;
+        s.name = "gemm_" + n.name;
+        s.x = buf(n.operands[0]);
+        s.w = buf(n.operands[1]);
+        s.y = add_buffer(n, BufferRole::Intermediate);
+        s.n = n.type.shape.last();
+        s.k = g.node(n.operands[0]).type.shape.last();
+        s.dtype = n.type.dtype;
+        s.ir_nodes = {n.name};
+        plan.steps.push_back(std::move(s));
+        break;
+      }
+      case ir::Op::FusedPointwise: {
+        KernelStep k = generate_pointwise_kernel(g, n);
+        for (ir::NodeId o : n.operands) k.inputs.push_back(buf(o));
+        k.output = add_buffer(n, BufferRole::Intermediate);
+        plan.steps.push_back(std::move(k));
+        break;
+      }
+      case ir::Op::Return:
+        for (ir::NodeId o : n.operands) {
+          Buffer& b = plan.buffers[buf(o)];
+          if (b.role == BufferRole::Intermediate) b.role = BufferRole::Output;
+          plan.outputs.push_back(buf(o));
+        }
+        break;
+      default:
+        throw Error(fmt::format("node %{} ({}): codegen needs every pointwise op inside a "
+                                "fused.pointwise region; run fusion or isolate-pointwise first",
+                                n.name, ir::op_name(n.op)));
+    }
+  }
+  return plan;
+}
+
+}  // namespace mlpc::codegen

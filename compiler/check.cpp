@@ -1,0 +1,60 @@
+#include "compiler/check.h"
+
+#include <algorithm>
+
+#include "runtime/random_init.h"
+#include "runtime/reference.h"
+
+namespace mlpc {
+
+Values random_values(const ir::Graph& g, int64_t batch, uint64_t seed) {
+  Values v;
+  for (ir::NodeId id : g.inputs()) v[g.node(id).name] = runtime::random_input(g, id, batch, seed);
+  for (ir::NodeId id : g.params()) v[g.node(id).name] = runtime::random_param(g, id, seed);
+  return v;
+}
+
+std::vector<int64_t> sample_rows(int64_t batch, int64_t max_rows) {
+  std::vector<int64_t> rows;
+  if (batch <= max_rows) {
+    for (int64_t r = 0; r < batch; ++r) rows.push_back(r);
+    return rows;
+  }
+  for (int64_t i = 0; i < max_rows; ++i) rows.push_back(i * (batch - 1) / (max_rows - 1));
+  return rows;
+}
+
+std::vector<runtime::HostTensor> reference_on_rows(const ir::Graph& g, const Values& values,
+                                                   const std::vector<int64_t>& rows) {
+  Values sliced = values;
+  for (ir::NodeId id : g.inputs()) {
+    auto& t = sliced[g.node(id).name];
+    t = runtime::take_rows(t, rows);
+  }
+  return runtime::reference_forward(g, sliced);
+}
+
+runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype) {
+  int64_t max_k = 0;
+  for (const ir::Node& n : g.nodes)
+    if (n.op == ir::Op::MatMul) max_k = std::max(max_k, g.node(n.operands[1]).type.shape.last());
+  return runtime::tolerance_for(dtype, max_k);
+}
+
+Check compare_rows(const ir::Graph& g, const std::vector<runtime::HostTensor>& got,
+                   const std::vector<int64_t>& rows,
+                   const std::vector<runtime::HostTensor>& reference) {
+  Check c;
+  c.rows = rows;
+  for (size_t i = 0; i < got.size() && i < reference.size(); ++i) {
+    runtime::Comparison r = runtime::compare(runtime::take_rows(got[i], rows), reference[i],
+                                             graph_tolerance(g, got[i].dtype));
+    c.max_abs_err = std::max(c.max_abs_err, r.max_abs_err);
+    c.worst_ratio = std::max(c.worst_ratio, r.worst_ratio);
+    c.ok = c.ok && r.ok;
+  }
+  c.ok = c.ok && got.size() == reference.size();
+  return c;
+}
+
+}  // namespace mlpc

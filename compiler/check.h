@@ -1,0 +1,41 @@
+// Checking a GPU result against the fp64 reference. The reference runs on a sample of rows (every
+// op maps row r to row r), so checking the article's sizes takes a moment, not minutes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/host_tensor.h"
+#include "runtime/tolerance.h"
+
+namespace mlpc {
+
+using Values = std::map<std::string, runtime::HostTensor>;  // inputs and params by name
+
+// Seeded inputs (at `batch`) and params for every source of `g`.
+Values random_values(const ir::Graph& g, int64_t batch, uint64_t seed);
+
+// Up to `max_rows` rows spread over the batch, first and last included.
+std::vector<int64_t> sample_rows(int64_t batch, int64_t max_rows = 64);
+
+struct Check {
+  std::vector<int64_t> rows;  // the rows compared
+  double max_abs_err = 0.0;
+  double worst_ratio = 0.0;  // <= 1: within tolerance
+  bool ok = true;
+};
+
+// The reference on `rows` of `values`' inputs; outputs of the reference, no comparison.
+std::vector<runtime::HostTensor> reference_on_rows(const ir::Graph& g, const Values& values,
+                                                   const std::vector<int64_t>& rows);
+// Compares `got` (full-batch outputs) on `rows` with `reference`, with the graph's tolerance.
+Check compare_rows(const ir::Graph& g, const std::vector<runtime::HostTensor>& got,
+                   const std::vector<int64_t>& rows,
+                   const std::vector<runtime::HostTensor>& reference);
+
+// The tolerance for `g`'s outputs: its dtype and its longest GEMM reduction.
+runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype);
+
+}  // namespace mlpc

@@ -1,0 +1,252 @@
+#include "compiler/cli.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <CLI/CLI.hpp>
+#include <nvrtc.h>
+
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "compiler/check.h"
+#include "compiler/compile.h"
+#include "compiler/gpu_session.h"
+#include "compiler/report.h"
+#include "compiler/retype.h"
+#include "compiler/samples.h"
+#include "ir/error.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "runtime/device.h"
+#include "runtime/random_init.h"
+#include "runtime/reference.h"
+
+namespace mlpc {
+namespace {
+
+constexpr int64_t kFileDefaultBatch = 1024;
+
+// A GPU is needed but there is none: its own exit code, so scripts can tell.
+struct NoGpu : Error {
+  using Error::Error;
+};
+
+// A --arch NVRTC cannot target is a bad flag (one line, exit 2), not a multi-line NVRTC log.
+// "sm_90", "sm_90a", "sm_100f": NVRTC's list has the numbers; a trailing 'a' or 'f' is a variant.
+std::string check_arch(const std::string& arch) {
+  int n = 0;
+  std::vector<int> archs;
+  if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
+    archs.resize(n);
+    if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) archs.clear();
+  }
+  if (archs.empty()) return {};  // cannot tell: let NVRTC say
+  std::string number = arch.size() > 3 ? arch.substr(3) : "";
+  if (!number.empty() && (number.back() == 'a' || number.back() == 'f')) number.pop_back();
+  for (int a : archs)
+    if (arch.compare(0, 3, "sm_") == 0 && number == std::to_string(a)) return {};
+  return fmt::format("'{}' is not an arch NVRTC can compile for (it can: sm_{})", arch,
+                     fmt::join(archs, ", sm_"));
+}
+
+struct GraphArgs {
+  std::string sample, file, dtype;
+  int64_t batch = 0;  // 0: the sample's default
+  uint64_t seed = runtime::kDefaultSeed;
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
+    cmd->add_option("file", file, "a .mlp file");
+    cmd->add_option("--batch", batch, "the batch size M")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+    cmd->add_option("--dtype", dtype, "run the graph in this dtype")
+        ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+    cmd->add_option("--seed", seed, "seed of the random weights and inputs");
+  }
+
+  ir::Graph load() {
+    if (!sample.empty() && !file.empty())
+      throw Error("give either --sample NAME or a FILE.mlp, not both");
+    if (sample.empty() && file.empty()) throw Error("give either --sample NAME or a FILE.mlp");
+    ir::Graph g = sample.empty() ? ir::parse_file(file) : make_sample(sample);
+    if (batch == 0) batch = sample.empty() ? kFileDefaultBatch : sample_info(sample).default_batch;
+    if (!dtype.empty()) g = with_dtype(g, *ir::parse_dtype(dtype));
+    return g;
+  }
+};
+
+void print_outputs(const std::vector<runtime::HostTensor>& outs) {
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const auto& t = outs[i];
+    double sum = 0, sq = 0;
+    for (double v : t.data) sum += v, sq += v * v;
+    double n = static_cast<double>(t.data.size());
+    fmt::print("output {}: {}[{}] mean {:.6g} rms {:.6g}\n  first values:", i,
+               ir::dtype_name(t.dtype), fmt::join(t.dims, ", "), sum / n, std::sqrt(sq / n));
+    for (size_t j = 0; j < std::min<size_t>(8, t.data.size()); ++j) fmt::print(" {:.5g}", t.data[j]);
+    fmt::print("\n");
+  }
+}
+
+int cmd_samples() {
+  for (const SampleInfo& s : samples())
+    fmt::print("{:<8} {} (default batch {})\n", s.name, s.description, s.default_batch);
+  return 0;
+}
+
+struct CompileArgs {
+  GraphArgs graph;
+  std::string arch, dump_dir;
+  bool no_fusion = false, json = false, print_ir_after_all = false;
+};
+
+void print_compile(const ir::Graph& g, const CompiledGraph& c, const CompileArgs& a) {
+  if (a.json) {
+    fmt::print("{}\n", plan_json(c, a.graph.batch).dump(2));
+    return;
+  }
+  fmt::print("// IR before the passes\n{}\n", c.pipeline.input_ir);
+  fmt::print("// IR after the passes ({})\n{}\n", a.no_fusion ? "eager: one kernel per op" : "fused",
+             ir::print(c.pipeline.graph));
+  if (!a.no_fusion)
+    fmt::print("// fusion decisions\n{}\n", c.pipeline.fusion.to_string());
+  fmt::print("{}", plan_text(c, a.graph.batch));
+  fmt::print("NVRTC: {} kernel{} for {} in {:.1f} ms\n", c.cubins.size(),
+             c.cubins.size() == 1 ? "" : "s", c.arch, c.nvrtc_ms);
+}
+
+int cmd_compile(CompileArgs& a) {
+  ir::Graph g = a.graph.load();
+  CompiledGraph c = compile(g, {.fusion = !a.no_fusion, .arch = a.arch});
+  if (a.print_ir_after_all)
+    for (const passes::PassRecord& r : c.pipeline.passes)
+      fmt::print(stderr, "// IR after {}{}\n{}\n", r.pass, r.changed ? "" : " (unchanged)",
+                 r.changed ? r.ir : "");
+  if (!a.dump_dir.empty()) write_dump(a.dump_dir, c, a.graph.batch);
+  print_compile(g, c, a);
+  return 0;
+}
+
+struct RunArgs {
+  GraphArgs graph;
+  std::string device = "cuda";
+  bool no_fusion = false;
+};
+
+int cmd_run(RunArgs& a) {
+  ir::Graph g = a.graph.load();
+  Values values = random_values(g, a.graph.batch, a.graph.seed);
+  if (a.device == "cpu") {
+    print_outputs(runtime::reference_forward(g, values));
+    return 0;
+  }
+  if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
+  CompiledGraph c = compile(g, {.fusion = !a.no_fusion});
+  auto outs = run_on_gpu(c, values, a.graph.batch);
+  print_outputs(outs);
+  std::vector<int64_t> rows = sample_rows(a.graph.batch);
+  Check check = compare_rows(g, outs, rows, reference_on_rows(g, values, rows));
+  fmt::print("check against the fp64 reference on {} rows: max_abs_err {:.3g}, {}\n",
+             check.rows.size(), check.max_abs_err,
+             check.ok ? "within tolerance" : "OUT OF TOLERANCE");
+  return check.ok ? 0 : 1;
+}
+
+struct BenchArgs {
+  GraphArgs graph;
+  bool json = false;
+};
+
+int cmd_bench(BenchArgs& a) {
+  ir::Graph g = a.graph.load();
+  if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
+  BenchResult r = bench(g, a.graph.batch, a.graph.seed);
+  if (a.json)
+    fmt::print("{}\n", to_json(r).dump(2));
+  else
+    fmt::print("{}", to_text(r));
+  return r.eager.check.ok && r.compiled.check.ok ? 0 : 1;
+}
+
+// The main job on the built-in default: the GeGLU sample, compiled and shown; benched on a GPU.
+int cmd_demo() {
+  CompileArgs a;
+  a.graph.sample = "geglu";
+  cmd_compile(a);
+  if (auto reason = runtime::gpu_unavailable_reason()) {
+    fmt::print("\nno GPU here ({}), so no benchmark: `mlpc bench --sample geglu` on a GPU.\n",
+               *reason);
+    return 0;
+  }
+  fmt::print("\n");
+  BenchArgs b;
+  b.graph.sample = "geglu";
+  return cmd_bench(b);
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"mlpc: a miniature graph compiler for MLP blocks"};
+  app.require_subcommand(0, 1);
+  app.add_subcommand("samples", "list the built-in samples");
+  app.add_subcommand("demo", "compile the geglu sample and show it; bench it on a GPU");
+
+  CompileArgs ca;
+  CLI::App* compile_cmd = app.add_subcommand("compile", "compile a graph (no GPU needed)");
+  ca.graph.add_to(compile_cmd);
+  compile_cmd->add_option("--arch", ca.arch, "target, e.g. sm_90 (default: the GPU's, or sm_90)")
+      ->check(check_arch);
+  compile_cmd->add_flag("--no-fusion", ca.no_fusion, "eager: one kernel per op");
+  compile_cmd->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass and kernels");
+  compile_cmd->add_flag("--json", ca.json, "print the plan as JSON");
+  compile_cmd->add_flag("--print-ir-after-all", ca.print_ir_after_all,
+                        "print the IR after every pass (stderr)");
+
+  RunArgs ra;
+  CLI::App* run_cmd = app.add_subcommand("run", "run a graph once and print its outputs");
+  ra.graph.add_to(run_cmd);
+  run_cmd->add_option("--device", ra.device, "cuda, or cpu for the fp64 reference")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  run_cmd->add_flag("--no-fusion", ra.no_fusion, "eager: one kernel per op");
+
+  BenchArgs ba;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "time eager vs compiled on the GPU");
+  ba.graph.add_to(bench_cmd);
+  bench_cmd->add_flag("--json", ba.json, "print the result as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "mlpc: error: {}\n", e.what());
+    return 2;
+  }
+
+  try {
+    if (app.got_subcommand("samples")) return cmd_samples();
+    if (app.got_subcommand(compile_cmd)) return cmd_compile(ca);
+    if (app.got_subcommand(run_cmd)) return cmd_run(ra);
+    if (app.got_subcommand(bench_cmd)) return cmd_bench(ba);
+    return cmd_demo();
+  } catch (const NoGpu& e) {
+    fmt::print(stderr, "mlpc: error: {}\n", e.what());
+    return 3;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    // Text errors already say where: "file:line:col: error: ...". Only the first line counts:
+    // a kernel's NVRTC log, which follows it, has "error:" lines of its own.
+    std::string first = msg.substr(0, msg.find('\n'));
+    fmt::print(stderr, "{}{}\n", first.find(": error: ") == std::string::npos ? "mlpc: error: " : "",
+               msg);
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mlpc: error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace mlpc

@@ -1,0 +1,3 @@
+#include "compiler/cli.h"
+
+int main(int argc, char** argv) { return mlpc::run_cli(argc, argv); }

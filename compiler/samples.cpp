@@ -1,0 +1,80 @@
+#include "compiler/samples.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "compiler/trace.h"
+#include "ir/error.h"
+
+namespace mlpc {
+namespace {
+
+using ir::DType;
+
+// The article's nn.Linear(32, 64): one GEMM and a bias.
+ir::Graph linear_sample() {
+  Tracer t("linear");
+  Tensor x = t.input("x", DType::BF16, {kBatch, 32});
+  return t.finish({linear(x, 64, true, "y")});
+}
+
+// The article's GeGLU MLP: down(gelu_tanh(gate(x)) * up(x)), no biases.
+ir::Graph geglu_sample() {
+  Tracer t("geglu");
+  Tensor x = t.input("x", DType::BF16, {kBatch, 768});
+  Tensor gate = linear(x, 3072, false, "gate");
+  Tensor up = linear(x, 3072, false, "up");
+  Tensor h = (gelu_tanh(gate).named("act") * up).named("h");
+  return t.finish({linear(h, 768, false, "down")});
+}
+
+// Three Linear layers with bias and exact GELU between them, in fp32.
+ir::Graph mlp3_sample() {
+  Tracer t("mlp3");
+  Tensor x = t.input("x", DType::F32, {kBatch, 1024});
+  Tensor h1 = gelu(linear(x, 4096, true, "fc1")).named("h1");
+  Tensor h2 = gelu(linear(h1, 4096, true, "fc2")).named("h2");
+  return t.finish({linear(h2, 1024, true, "fc3")});
+}
+
+struct Sample {
+  SampleInfo info;
+  ir::Graph (*make)();
+};
+
+const std::vector<Sample>& registry() {
+  static const std::vector<Sample> r = {
+      {{"linear", "the article's nn.Linear: x bf16[M, 32] -> 64, with bias", 1024},
+       linear_sample},
+      {{"geglu", "the article's GeGLU MLP: x bf16[M, 768], hidden 3072, gelu_tanh", 8192},
+       geglu_sample},
+      {{"mlp3", "3 Linear with bias, GELU (erf) between: f32 1024->4096->4096->1024", 8192},
+       mlp3_sample},
+  };
+  return r;
+}
+
+const Sample& find(const std::string& name) {
+  std::vector<std::string> names;
+  for (const Sample& s : registry()) {
+    if (s.info.name == name) return s;
+    names.push_back(s.info.name);
+  }
+  throw Error(fmt::format("unknown sample '{}' (known: {})", name, fmt::join(names, ", ")));
+}
+
+}  // namespace
+
+const std::vector<SampleInfo>& samples() {
+  static const std::vector<SampleInfo> infos = [] {
+    std::vector<SampleInfo> v;
+    for (const Sample& s : registry()) v.push_back(s.info);
+    return v;
+  }();
+  return infos;
+}
+
+const SampleInfo& sample_info(const std::string& name) { return find(name).info; }
+ir::Graph make_sample(const std::string& name) { return find(name).make(); }
+
+}  // namespace mlpc

@@ -1,0 +1,138 @@
+#include "ir/verifier.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <unordered_map>
+
+#include "ir/error.h"
+#include "ir/infer.h"
+
+namespace mlpc::ir {
+namespace {
+
+// What the lexer accepts after '%' and '@': names outside it would print but not parse back.
+bool is_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+          c == '_' || c == '.'))
+      return false;
+  return true;
+}
+
+// The batch symbol is printed as a bare dim, so it must not look like a number.
+bool is_ident(std::string_view s) {
+  return is_name(s) && !(s[0] >= '0' && s[0] <= '9') && s[0] != '.';
+}
+
+class Verifier {
+ public:
+  explicit Verifier(std::string_view file) : file_(file) {}
+
+  // `region` is the kernel symbol when `g` is the body of a fused.pointwise node.
+  void graph(const Graph& g, const std::string* region) {
+    if (!region && !is_name(g.name))
+      fail_graph(fmt::format("function name '{}' is not [A-Za-z0-9_.]+", g.name));
+    if (!region && !is_ident(g.batch_symbol))
+      fail_graph(fmt::format("batch symbol '{}' is not an identifier", g.batch_symbol));
+    std::unordered_map<std::string_view, uint32_t> names;
+    names.reserve(g.size());
+    bool past_inputs = false;
+    for (uint32_t i = 0; i < g.size(); ++i) {
+      const Node& n = g.nodes[i];
+      if (n.op != Op::Return) {
+        if (n.name.empty()) fail_node(g, i, region, "has no name");
+        if (!is_name(n.name)) fail_node(g, i, region, "name is not [A-Za-z0-9_.]+");
+        auto [it, fresh] = names.emplace(n.name, i);
+        if (!fresh)
+          fail_node(g, i, region, fmt::format("value %{} is defined twice (first by node #{})",
+                                              n.name, it->second));
+      }
+      if (n.op == Op::Input && past_inputs)
+        fail_node(g, i, region,
+                  "inputs must come before all other nodes (they are the function's arguments)");
+      past_inputs |= n.op != Op::Input;
+      node(g, i, region);
+    }
+    if (!g.return_node())
+      fail_graph(region ? fmt::format("region @{} has no return", *region)
+                        : fmt::format("function @{} has no return", g.name));
+  }
+
+ private:
+  // Operands, arity, region, scalar and type of node `i`.
+  void node(const Graph& g, uint32_t i, const std::string* region) {
+    const Node& n = g.nodes[i];
+    auto fail = [&](std::string_view msg) { fail_node(g, i, region, msg); };
+    std::vector<TensorType> in;
+    for (size_t k = 0; k < n.operands.size(); ++k) {
+      uint32_t o = n.operands[k].index;
+      if (o >= g.size())
+        fail(fmt::format("operand {} refers to node #{}, which does not exist", k, o));
+      if (o >= i)
+        fail(fmt::format("operand {} (%{}) is defined after its use", k, g.nodes[o].name));
+      in.push_back(g.nodes[o].type);
+    }
+    int arity = op_arity(n.op);
+    if (arity >= 0 && static_cast<int>(n.operands.size()) != arity)
+      fail(fmt::format("takes {} operand{}, got {}", arity, arity == 1 ? "" : "s",
+                       n.operands.size()));
+    if (region && !(n.op == Op::Input || n.op == Op::Return || is_pointwise(n.op)))
+      fail("only pointwise ops may appear in a fused.pointwise region");
+    if (n.op == Op::FusedPointwise) {
+      if (n.symbol.empty()) fail("has no kernel symbol");
+      if (!is_name(n.symbol))
+        fail(fmt::format("kernel symbol '{}' is not [A-Za-z0-9_.]+", n.symbol));
+      if (!n.body) fail("has no region");
+      graph(*n.body, &n.symbol);  // depth 1: a region holding a fused node was rejected above
+    } else if (n.body || !n.symbol.empty()) {
+      fail("only fused.pointwise nodes have a region and a kernel symbol");
+    }
+    if (n.op == Op::Scale && !std::isfinite(n.scalar))
+      fail(fmt::format("scale factor must be finite, got {}", n.scalar));
+    Inferred r = infer_type(n.op, in, n.type, n.body.get());
+    if (!r.error.empty()) fail(r.error);
+    if (n.op != Op::Return && !(r.type == n.type))
+      fail(fmt::format("type {} does not match the inferred type {}",
+                       to_string(n.type, g.batch_symbol), to_string(r.type, g.batch_symbol)));
+    if (n.op == Op::FusedPointwise) region_names(g, i, region);
+    if (n.op == Op::Return && i + 1 != g.size()) fail("the return must be the last node");
+  }
+
+  // The printer does not spell a region's inputs: the parser names them after the operands.
+  void region_names(const Graph& g, uint32_t i, const std::string* region) {
+    const Node& n = g.nodes[i];
+    auto ins = n.body->inputs();
+    for (size_t k = 0; k < ins.size(); ++k) {
+      const std::string& inner = n.body->node(ins[k]).name;
+      const std::string& outer = g.node(n.operands[k]).name;
+      if (inner != outer)
+        fail_node(g, i, region, fmt::format("region input %{} must be named after operand %{} "
+                                            "(the text form relies on it)", inner, outer));
+    }
+  }
+
+  [[noreturn]] void fail_node(const Graph& g, uint32_t i, const std::string* region,
+                              std::string_view msg) const {
+    const Node& n = g.nodes[i];
+    std::string prefix;
+    if (!file_.empty() && n.loc.line > 0)
+      prefix = fmt::format("{}:{}:{}: error: ", file_, n.loc.line, n.loc.col);
+    std::string who = n.name.empty() ? fmt::format("#{}", i) : fmt::format("%{}", n.name);
+    std::string where = region ? fmt::format(" in region @{}", *region) : "";
+    throw Error(fmt::format("{}node {} ({}){}: {}", prefix, who, op_name(n.op), where, msg));
+  }
+
+  [[noreturn]] void fail_graph(std::string_view msg) const {
+    throw Error(file_.empty() ? std::string(msg) : fmt::format("{}: error: {}", file_, msg));
+  }
+
+  std::string_view file_;
+};
+
+}  // namespace
+
+void verify(const Graph& g, std::string_view file) { Verifier(file).graph(g, nullptr); }
+
+}  // namespace mlpc::ir

@@ -1,0 +1,39 @@
+#include "passes/pipeline.h"
+
+#include <chrono>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/cse.h"
+#include "passes/dce.h"
+#include "passes/fuse_pointwise.h"
+
+namespace mlpc::passes {
+
+PipelineResult run_pipeline(ir::Graph g, const PipelineOptions& options) {
+  PipelineResult result;
+  ir::verify(g);
+  result.input_ir = ir::print(g);
+
+  auto run = [&](const char* name, auto&& pass) {
+    auto t0 = std::chrono::steady_clock::now();
+    bool changed = pass(g);
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - t0).count();
+    if (changed) ir::verify(g);
+    result.passes.push_back({name, changed, ms, changed ? ir::print(g) : std::string()});
+  };
+
+  run("dce", dce);
+  run("cse", cse);
+  if (options.fusion)
+    run("fuse-pointwise", [&](ir::Graph& x) { return fuse_pointwise(x, &result.fusion); });
+  else
+    run("isolate-pointwise", isolate_pointwise);
+  // Fusion can leave a producer dead once every user recomputes it.
+  run("dce", dce);
+  result.graph = std::move(g);
+  return result;
+}
+
+}  // namespace mlpc::passes

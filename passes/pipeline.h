@@ -1,0 +1,33 @@
+// The pass pipeline: straight-line code (style.md #3). The verifier runs after every pass that
+// changed the graph; each pass is timed and the IR after it is kept when it changed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/fusion_report.h"
+
+namespace mlpc::passes {
+
+struct PipelineOptions {
+  bool fusion = true;  // false: eager, every pointwise op its own kernel
+};
+
+struct PassRecord {
+  std::string pass;
+  bool changed = false;
+  double ms = 0.0;
+  std::string ir;  // the printed IR after the pass (empty when it changed nothing)
+};
+
+struct PipelineResult {
+  ir::Graph graph;
+  std::string input_ir;
+  std::vector<PassRecord> passes;
+  FusionReport fusion;
+};
+
+PipelineResult run_pipeline(ir::Graph g, const PipelineOptions& options);
+
+}  // namespace mlpc::passes

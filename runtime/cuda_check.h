@@ -1,0 +1,64 @@
+// One check macro per status type (style.md #11): a failed CUDA runtime, cuBLASLt or NVRTC call
+// throws mlpc::Error naming the call, the status and file:line, e.g.
+//   CUDA call `cudaMalloc(&p, n)` failed: cudaErrorMemoryAllocation (out of memory) at runtime/executor.cpp:123
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
+
+#include <string>
+#include <string_view>
+
+#include "ir/error.h"
+
+namespace mlpc::runtime::detail {
+
+// "runtime/executor.cpp" from "/abs/path/runtime/executor.cpp": the last two path components.
+inline std::string_view short_file(std::string_view file) {
+  size_t last = file.rfind('/');
+  if (last == std::string_view::npos || last == 0) return file;
+  size_t prev = file.rfind('/', last - 1);
+  return prev == std::string_view::npos ? file : file.substr(prev + 1);
+}
+
+inline std::string status_text(cudaError_t s) {
+  return std::string(cudaGetErrorName(s)) + " (" + cudaGetErrorString(s) + ")";
+}
+inline std::string status_text(cublasStatus_t s) {
+  return std::string(cublasLtGetStatusName(s)) + " (" + cublasLtGetStatusString(s) + ")";
+}
+inline std::string status_text(nvrtcResult s) { return nvrtcGetErrorString(s); }
+
+template <class Status>
+[[noreturn]] void throw_call_error(const char* api, const char* call, Status s, const char* file,
+                                   int line) {
+  throw Error(std::string(api) + " call `" + call + "` failed: " + status_text(s) + " at " +
+              std::string(short_file(file)) + ":" + std::to_string(line));
+}
+
+}  // namespace mlpc::runtime::detail
+
+#define MLPC_CUDA(call)                                                                    \
+  do {                                                                                     \
+    cudaError_t mlpc_status_ = (call);                                                     \
+    if (mlpc_status_ != cudaSuccess)                                                       \
+      ::mlpc::runtime::detail::throw_call_error("CUDA", #call, mlpc_status_, __FILE__,     \
+                                                __LINE__);                                 \
+  } while (0)
+
+#define MLPC_CUBLAS(call)                                                                  \
+  do {                                                                                     \
+    cublasStatus_t mlpc_status_ = (call);                                                  \
+    if (mlpc_status_ != CUBLAS_STATUS_SUCCESS)                                             \
+      ::mlpc::runtime::detail::throw_call_error("cuBLAS", #call, mlpc_status_, __FILE__,   \
+                                                __LINE__);                                 \
+  } while (0)
+
+#define MLPC_NVRTC(call)                                                                   \
+  do {                                                                                     \
+    nvrtcResult mlpc_status_ = (call);                                                     \
+    if (mlpc_status_ != NVRTC_SUCCESS)                                                     \
+      ::mlpc::runtime::detail::throw_call_error("NVRTC", #call, mlpc_status_, __FILE__,    \
+                                                __LINE__);                                 \
+  } while (0)

@@ -1,0 +1,47 @@
+#include "runtime/device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <fmt/format.h>
+
+#include "runtime/cuda_check.h"
+
+namespace mlpc::runtime {
+
+std::optional<std::string> gpu_unavailable_reason() {
+  int count = 0;
+  cudaError_t s = cudaGetDeviceCount(&count);
+  if (s != cudaSuccess) {
+    cudaGetLastError();  // clear it, so later calls do not see a stale error
+    return fmt::format("no usable CUDA GPU: cudaGetDeviceCount returned {} ({})",
+                       static_cast<int>(s), cudaGetErrorString(s));
+  }
+  if (count < 1) return std::string("no usable CUDA GPU: cudaGetDeviceCount found 0 devices");
+  return std::nullopt;
+}
+
+DeviceInfo device_info() {
+  if (auto why = gpu_unavailable_reason()) throw Error(*why);
+  int dev = 0;
+  MLPC_CUDA(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  MLPC_CUDA(cudaGetDeviceProperties(&prop, dev));
+  DeviceInfo info;
+  info.name = prop.name;
+  info.sm_major = prop.major;
+  info.sm_minor = prop.minor;
+  info.sm_count = prop.multiProcessorCount;
+  info.memory = prop.totalGlobalMem;
+  return info;
+}
+
+std::string device_arch() {
+  if (gpu_unavailable_reason()) return "sm_90";
+  int dev = 0, major = 0, minor = 0;
+  MLPC_CUDA(cudaGetDevice(&dev));
+  MLPC_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  MLPC_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  return fmt::format("sm_{}{}", major, minor);
+}
+
+}  // namespace mlpc::runtime

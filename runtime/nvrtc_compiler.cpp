@@ -1,0 +1,108 @@
+#include "runtime/nvrtc_compiler.h"
+
+#include <nvrtc.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "runtime/cuda_check.h"
+
+#ifndef MLPC_CUDA_INCLUDE_DIR
+#define MLPC_CUDA_INCLUDE_DIR ""
+#endif
+
+namespace mlpc::runtime {
+namespace {
+
+bool has_bf16_header(const std::string& dir) {
+  std::error_code ec;
+  return !dir.empty() && std::filesystem::exists(std::filesystem::path(dir) / "cuda_bf16.h", ec);
+}
+
+bool valid_arch(const std::string& arch) {
+  if (arch.size() < 5 || arch.compare(0, 3, "sm_") != 0) return false;
+  for (size_t i = 3; i < arch.size(); ++i) {
+    char c = arch[i];
+    bool last = i + 1 == arch.size();
+    if (!(c >= '0' && c <= '9') && !(last && (c == 'a' || c == 'f'))) return false;
+  }
+  return true;
+}
+
+// Destroys the program on every path out of compile_to_cubin.
+struct ProgramGuard {
+  nvrtcProgram prog = nullptr;
+  ~ProgramGuard() {
+    if (prog) nvrtcDestroyProgram(&prog);
+  }
+};
+
+std::string program_log(nvrtcProgram prog) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size == 0) return {};
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+}  // namespace
+
+std::string cuda_include_dir() {
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    const char* root = std::getenv(var);
+    if (root && *root) {
+      std::string dir = std::string(root) + "/include";
+      if (has_bf16_header(dir)) return dir;
+    }
+  }
+  // CMake may hand over a ;-separated list; take the first entry that has the header.
+  std::string built_in = MLPC_CUDA_INCLUDE_DIR;
+  size_t start = 0;
+  while (start <= built_in.size()) {
+    size_t end = built_in.find(';', start);
+    if (end == std::string::npos) end = built_in.size();
+    std::string dir = built_in.substr(start, end - start);
+    if (has_bf16_header(dir)) return dir;
+    start = end + 1;
+  }
+  if (has_bf16_header("/usr/local/cuda/include")) return "/usr/local/cuda/include";
+  throw Error("cannot find the CUDA include directory (cuda_bf16.h); set CUDA_HOME");
+}
+
+std::vector<char> compile_to_cubin(const std::string& source, const std::string& kernel_name,
+                                   const std::string& arch) {
+  if (!valid_arch(arch))
+    throw Error(fmt::format("kernel {}: bad GPU arch '{}' (expected e.g. sm_90)", kernel_name, arch));
+  std::string include = "-I" + cuda_include_dir();
+  std::string arch_opt = "--gpu-architecture=" + arch;
+  const char* opts[] = {arch_opt.c_str(), "-std=c++17", include.c_str()};
+
+  ProgramGuard guard;
+  std::string file = kernel_name + ".cu";
+  MLPC_NVRTC(nvrtcCreateProgram(&guard.prog, source.c_str(), file.c_str(), 0, nullptr, nullptr));
+  nvrtcResult status = nvrtcCompileProgram(guard.prog, 3, opts);
+  if (status != NVRTC_SUCCESS) {
+    std::string log = program_log(guard.prog);
+    if (log.empty()) log = nvrtcGetErrorString(status);
+    throw Error(fmt::format("kernel {} failed to compile for {}:\n{}", kernel_name, arch, log));
+  }
+  size_t size = 0;
+  MLPC_NVRTC(nvrtcGetCUBINSize(guard.prog, &size));
+  if (size == 0)
+    throw Error(fmt::format("kernel {} failed to compile for {}: NVRTC produced no CUBIN",
+                            kernel_name, arch));
+  std::vector<char> cubin(size);
+  MLPC_NVRTC(nvrtcGetCUBIN(guard.prog, cubin.data()));
+  return cubin;
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  MLPC_NVRTC(nvrtcVersion(&major, &minor));
+  return fmt::format("{}.{}", major, minor);
+}
+
+}  // namespace mlpc::runtime

@@ -1,0 +1,23 @@
+// NVRTC: CUDA C++ source -> CUBIN for one arch. Needs no GPU and no driver, so CI compiles every
+// generated kernel. No --use_fast_math: erff/tanhf keep their IEEE accuracy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mlpc::runtime {
+
+// Compiles one translation unit with --gpu-architecture=ARCH -std=c++17 -I<CUDA include dir>.
+// `kernel_name` names the program in messages. A compile error throws mlpc::Error whose message
+// starts "kernel NAME failed to compile for sm_XX:" followed by the NVRTC log.
+std::vector<char> compile_to_cubin(const std::string& source, const std::string& kernel_name,
+                                   const std::string& arch);
+
+// The directory holding cuda_bf16.h: $CUDA_HOME/include, $CUDA_PATH/include, the build-time
+// toolkit, /usr/local/cuda/include, first that has it. Throws mlpc::Error when none does.
+std::string cuda_include_dir();
+
+// "13.0".
+std::string nvrtc_version();
+
+}  // namespace mlpc::runtime

@@ -1,0 +1,142 @@
+#include "runtime/reference.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "ir/error.h"
+
+namespace mlpc::runtime {
+namespace {
+
+double apply_unary(const ir::Node& n, double x) {
+  switch (n.op) {
+    case ir::Op::Relu: return x > 0 ? x : 0.0;
+    case ir::Op::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case ir::Op::GeluTanh: {
+      double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+      return 0.5 * x * (1.0 + std::tanh(inner));
+    }
+    case ir::Op::Silu: return x / (1.0 + std::exp(-x));
+    case ir::Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
+    case ir::Op::Tanh: return std::tanh(x);
+    case ir::Op::Exp: return std::exp(x);
+    case ir::Op::Neg: return -x;
+    case ir::Op::Scale: return x * n.scalar;
+    case ir::Op::Cast: return round_to(n.type.dtype, x);
+    default: break;
+  }
+  MLPC_ASSERT(false, fmt::format("reference has no unary op '{}'", ir::op_name(n.op)));
+}
+
+double apply_binary(ir::Op op, double a, double b) {
+  switch (op) {
+    case ir::Op::Add: return a + b;
+    case ir::Op::Sub: return a - b;
+    case ir::Op::Mul: return a * b;
+    case ir::Op::Div: return a / b;
+    default: break;
+  }
+  MLPC_ASSERT(false, fmt::format("reference has no binary op '{}'", ir::op_name(op)));
+}
+
+// Element i of a binary operand: full tensors index directly, row vectors by column.
+double at(const HostTensor& t, int64_t i) {
+  return static_cast<int64_t>(t.data.size()) == 1 ? t.data[0]
+                                                  : t.data[i % static_cast<int64_t>(t.data.size())];
+}
+
+// y[r, j] = sum_k x[r, k] w[j, k], split over threads by rows.
+HostTensor matmul(const HostTensor& x, const HostTensor& w, ir::DType dtype) {
+  int64_t k = x.row_len(), n = w.dims[0], rows = x.numel() / k;
+  HostTensor y{dtype, x.dims, {}};
+  y.dims.back() = n;
+  y.data.assign(rows * n, 0.0);
+  unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), rows));
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t r = t; r < rows; r += threads)
+        for (int64_t j = 0; j < n; ++j) {
+          const double* xr = &x.data[r * k];
+          const double* wj = &w.data[j * k];
+          double acc = 0.0;
+          for (int64_t i = 0; i < k; ++i) acc += xr[i] * wj[i];
+          y.data[r * n + j] = acc;
+        }
+    });
+  for (auto& th : pool) th.join();
+  return y;
+}
+
+std::vector<HostTensor> evaluate(const ir::Graph& g, std::vector<HostTensor> bound_inputs,
+                                 const std::map<std::string, HostTensor>* named) {
+  std::vector<HostTensor> v(g.size());
+  size_t next_input = 0;
+  for (const ir::Node& n : g.nodes) {
+    HostTensor& out = v[g.id_of(n).index];
+    auto operand = [&](int i) -> const HostTensor& { return v[n.operands[i].index]; };
+    switch (ir::op_kind(n.op)) {
+      case ir::OpKind::Source: {
+        if (!named) {  // a region: its inputs are the fused node's operands, in order
+          out = std::move(bound_inputs[next_input++]);
+          break;
+        }
+        auto it = named->find(n.name);
+        if (it == named->end())
+          throw Error(fmt::format("reference: no value bound for %{}", n.name));
+        out = it->second;
+        break;
+      }
+      case ir::OpKind::Gemm: out = matmul(operand(0), operand(1), n.type.dtype); break;
+      case ir::OpKind::Pointwise: {
+        const HostTensor& a = operand(0);
+        if (n.operands.size() == 2) {
+          const HostTensor& b = operand(1);
+          const HostTensor& big = a.data.size() >= b.data.size() ? a : b;
+          out = HostTensor{n.type.dtype, big.dims, std::vector<double>(big.data.size())};
+          for (size_t i = 0; i < out.data.size(); ++i)
+            out.data[i] = apply_binary(n.op, at(a, i), at(b, i));
+        } else {
+          out = HostTensor{n.type.dtype, a.dims, std::vector<double>(a.data.size())};
+          for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = apply_unary(n, a.data[i]);
+        }
+        break;
+      }
+      case ir::OpKind::Fused: {
+        std::vector<HostTensor> args;
+        for (ir::NodeId o : n.operands) args.push_back(v[o.index]);
+        out = std::move(evaluate(*n.body, std::move(args), nullptr)[0]);
+        break;
+      }
+      case ir::OpKind::Terminator: {
+        std::vector<HostTensor> results;
+        for (ir::NodeId o : n.operands) results.push_back(v[o.index]);
+        return results;
+      }
+    }
+  }
+  MLPC_ASSERT(false, "graph without return");
+}
+
+}  // namespace
+
+std::vector<HostTensor> reference_forward(const ir::Graph& g,
+                                          const std::map<std::string, HostTensor>& values) {
+  return evaluate(g, {}, &values);
+}
+
+HostTensor take_rows(const HostTensor& t, const std::vector<int64_t>& rows) {
+  int64_t row_size = t.dims.empty() ? 1 : t.numel() / t.dims[0];
+  HostTensor out{t.dtype, t.dims, {}};
+  out.dims[0] = static_cast<int64_t>(rows.size());
+  out.data.reserve(rows.size() * row_size);
+  for (int64_t r : rows)
+    out.data.insert(out.data.end(), t.data.begin() + r * row_size,
+                    t.data.begin() + (r + 1) * row_size);
+  return out;
+}
+
+}  // namespace mlpc::runtime

@@ -1,0 +1,44 @@
+#include "runtime/tolerance.h"
+
+#include <cmath>
+
+namespace mlpc::runtime {
+
+Tolerance tolerance_for(ir::DType dtype, int64_t max_k) {
+  const double accumulate = 4.0 * std::sqrt(static_cast<double>(max_k)) * 0x1.0p-24;
+  switch (dtype) {
+    case ir::DType::F32: return {1.3e-6, 8 * 0x1.0p-24 + accumulate};
+    case ir::DType::F16: return {1e-3, 8 * 0x1.0p-11 + accumulate};
+    case ir::DType::BF16: return {1.6e-2, 8 * 0x1.0p-8 + accumulate};
+  }
+  return {};
+}
+
+Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance& tol) {
+  Comparison c;
+  if (got.data.size() != ref.data.size() || ref.data.empty()) {
+    c.max_abs_err = INFINITY;
+    return c;
+  }
+  double sum_sq = 0.0;
+  for (double r : ref.data) sum_sq += r * r;
+  c.atol = tol.floor * std::sqrt(sum_sq / static_cast<double>(ref.data.size()));
+  c.ok = true;
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    double err = std::fabs(got.data[i] - ref.data[i]);
+    if (!(err == err)) {  // NaN never passes
+      c.ok = false;
+      c.max_abs_err = NAN;
+      c.worst_ratio = INFINITY;
+      continue;
+    }
+    if (err > c.max_abs_err) c.max_abs_err = err;
+    double allowed = c.atol + tol.rtol * std::fabs(ref.data[i]);
+    double ratio = allowed > 0 ? err / allowed : (err > 0 ? INFINITY : 0.0);
+    if (ratio > c.worst_ratio) c.worst_ratio = ratio;
+  }
+  c.ok = c.ok && c.worst_ratio <= 1.0;
+  return c;
+}
+
+}  // namespace mlpc::runtime

@@ -1,0 +1,39 @@
+// What "close enough to the fp64 reference" means, per dtype, in one place.
+//
+//   |got - ref| <= atol + rtol * |ref|,  atol = floor * rms(ref)
+//
+// rtol is torch.testing's per-dtype default (f32 1.3e-6, bf16 1.6e-2, f16 1e-3): the error of
+// rounding a single result. Whole graphs add two effects that scale with the size of the values
+// summed, not with |ref| (which can be near zero for any element), so they form the absolute
+// floor, in units of rms(ref):
+//  - each GEMM accumulates in fp32: about sqrt(K) roundings of 2^-24 (4 sigma allowed);
+//  - every value stored in f16/bf16 on the way (GEMM outputs, eager intermediates) carries a
+//    relative rounding error of up to u (2^-11 f16, 2^-8 bf16) into later sums; over millions of
+//    elements the largest such error reaches ~6 u (8 u allowed).
+#pragma once
+
+#include <cstdint>
+
+#include "ir/dtype.h"
+#include "runtime/host_tensor.h"
+
+namespace mlpc::runtime {
+
+struct Tolerance {
+  double rtol = 0.0;
+  double floor = 0.0;  // atol in units of rms(ref)
+};
+
+// `max_k`: the largest GEMM reduction length in the graph (0 when there is none).
+Tolerance tolerance_for(ir::DType dtype, int64_t max_k);
+
+struct Comparison {
+  double max_abs_err = 0.0;
+  double atol = 0.0;       // the absolute floor used
+  double worst_ratio = 0;  // max over elements of |got-ref| / (atol + rtol |ref|); <= 1 passes
+  bool ok = false;         // also false on any NaN or shape mismatch
+};
+
+Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance& tol);
+
+}  // namespace mlpc::runtime

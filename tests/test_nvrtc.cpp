@@ -1,0 +1,92 @@
+// NVRTC and the no-GPU paths of the runtime: all of this runs in CI, which has no GPU and no
+// driver.
+#include <dlfcn.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "runtime/cuda_check.h"
+#include "runtime/device.h"
+#include "runtime/nvrtc_compiler.h"
+
+using namespace mlpc::runtime;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+const char* kBf16Kernel = R"(
+#include <cuda_bf16.h>
+extern "C" __global__ void mlpc_test_gelu_bf16(const __nv_bfloat16* in0, __nv_bfloat16* out,
+                                               long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    float x = __bfloat162float(in0[i]);
+    out[i] = __float2bfloat16_rn(0.5f * x * (1.0f + erff(x * 0.70710678f)));
+  }
+}
+)";
+
+bool driver_present() {
+  void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("NVRTC compiles a bf16 kernel to an sm_90 CUBIN", "[nvrtc]") {
+  std::vector<char> cubin = compile_to_cubin(kBf16Kernel, "mlpc_test_gelu_bf16", "sm_90");
+  REQUIRE(cubin.size() > 4);
+  CHECK(std::string(cubin.data(), 4) == "\x7f" "ELF");
+  CHECK_THAT(nvrtc_version(), StartsWith("1"));
+  CHECK_THAT(cuda_include_dir(), !Contains(";"));
+}
+
+TEST_CASE("NVRTC compile errors name the kernel, the arch and the log", "[nvrtc]") {
+  const std::string bad = R"(
+extern "C" __global__ void mlpc_test_broken(float* out, long long n) {
+  out[0] = undeclared_thing + ;
+}
+)";
+  try {
+    compile_to_cubin(bad, "mlpc_test_broken", "sm_90");
+    FAIL("a kernel with a syntax error compiled");
+  } catch (const mlpc::Error& e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK_THAT(msg, StartsWith("kernel mlpc_test_broken failed to compile for sm_90:"));
+    CHECK_THAT(msg, Contains("mlpc_test_broken.cu(3)"));  // the NVRTC log line
+    CHECK_THAT(msg, Contains("error"));
+  }
+  CHECK_THROWS_WITH(compile_to_cubin("", "k", "90"), Contains("bad GPU arch"));
+}
+
+TEST_CASE("check macros name the call, the status and the place", "[nvrtc]") {
+  CHECK_THROWS_WITH([] { MLPC_CUDA(cudaError_t(cudaErrorMemoryAllocation)); }(),
+                    StartsWith("CUDA call `cudaError_t(cudaErrorMemoryAllocation)` failed: "
+                               "cudaErrorMemoryAllocation (out of memory) at "
+                               "tests/test_nvrtc.cpp:"));
+  CHECK_THROWS_WITH([] { MLPC_CUBLAS(CUBLAS_STATUS_NOT_SUPPORTED); }(),
+                    StartsWith("cuBLAS call `CUBLAS_STATUS_NOT_SUPPORTED` failed: "
+                               "CUBLAS_STATUS_NOT_SUPPORTED ("));
+  CHECK_THROWS_WITH([] { MLPC_NVRTC(NVRTC_ERROR_INVALID_INPUT); }(),
+                    StartsWith("NVRTC call `NVRTC_ERROR_INVALID_INPUT` failed: "
+                               "NVRTC_ERROR_INVALID_INPUT at tests/test_nvrtc.cpp:"));
+  CHECK_NOTHROW([] { MLPC_CUDA(cudaSuccess); }());
+}
+
+TEST_CASE("without a driver the runtime says why there is no GPU", "[nvrtc]") {
+  auto why = gpu_unavailable_reason();
+  if (driver_present()) {
+    WARN("libcuda.so.1 is present: " << (why ? *why : std::string("a GPU is usable")));
+    return;
+  }
+  REQUIRE(why.has_value());
+  CHECK_THAT(*why, Contains("cudaGetDeviceCount returned 35"));
+  CHECK_THAT(*why, Contains("insufficient"));
+  CHECK(device_arch() == "sm_90");
+  CHECK_THROWS_WITH(device_info(), Contains("no usable CUDA GPU"));
+  // Asking again gives the same answer: no sticky error left behind.
+  CHECK(gpu_unavailable_reason() == why);
+}

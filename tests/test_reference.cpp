@@ -1,0 +1,146 @@
+// The fp64 reference interpreter against values computed by hand, and the tolerance rules.
+#include <catch2/catch.hpp>
+
+#include "compiler/check.h"
+#include "ir/parser.h"
+#include "passes/pipeline.h"
+#include "runtime/host_tensor.h"
+#include "runtime/random_init.h"
+#include "runtime/reference.h"
+#include "runtime/tolerance.h"
+
+using namespace mlpc;
+using runtime::HostTensor;
+
+namespace {
+
+std::vector<double> eval1(const std::string& text, const Values& values) {
+  return runtime::reference_forward(ir::parse(text, "r.mlp"), values).at(0).data;
+}
+
+HostTensor f32(std::vector<int64_t> dims, std::vector<double> data) {
+  return {ir::DType::F32, std::move(dims), std::move(data)};
+}
+
+}  // namespace
+
+TEST_CASE("matmul is x . w^T with w stored [out, in], plus a broadcast bias", "[reference]") {
+  auto y = eval1(R"(
+func @f(%x: f32[M, 2]) -> f32[M, 3] {
+  %w = param f32[3, 2]
+  %b = param f32[3]
+  %mm = matmul %x, %w : f32[M, 3]
+  %y = add %mm, %b : f32[M, 3]
+  return %y
+})",
+                 {{"x", f32({2, 2}, {1, 2, 3, 4})},
+                  {"w", f32({3, 2}, {1, 0, 0, 1, 1, 1})},
+                  {"b", f32({3}, {10, 20, 30})}});
+  CHECK(y == std::vector<double>{11, 22, 33, 13, 24, 37});
+}
+
+TEST_CASE("unary ops match their definitions at known points", "[reference]") {
+  const Values x = {{"x", f32({1, 3}, {-1, 0, 1})}};
+  auto run = [&](const char* op) {
+    return eval1(std::string("func @f(%x: f32[M, 3]) -> f32[M, 3] {\n  %y = ") + op +
+                     " %x : f32[M, 3]\n  return %y\n}\n",
+                 x);
+  };
+  CHECK(run("relu") == std::vector<double>{0, 0, 1});
+  CHECK(run("gelu")[2] == Approx(0.8413447460685429).epsilon(1e-15));  // Phi(1)
+  CHECK(run("gelu")[0] == Approx(-0.15865525393145707).epsilon(1e-15));
+  CHECK(run("gelu_tanh")[2] == Approx(0.8411919906082768).epsilon(1e-15));
+  CHECK(run("silu")[2] == Approx(0.7310585786300049).epsilon(1e-15));
+  CHECK(run("sigmoid")[1] == 0.5);
+  CHECK(run("tanh")[2] == Approx(0.7615941559557649).epsilon(1e-15));
+  CHECK(run("exp")[0] == Approx(0.36787944117144233).epsilon(1e-15));
+  CHECK(run("neg") == std::vector<double>{1, 0, -1});
+}
+
+TEST_CASE("scale, sub, div and cast rounding", "[reference]") {
+  auto y = eval1(R"(
+func @f(%x: f32[M, 2], %z: f32[M, 2]) -> f32[M, 2] {
+  %a = sub %x, %z : f32[M, 2]
+  %b = div %a, %z : f32[M, 2]
+  %c = scale %b, 0.5 : f32[M, 2]
+  return %c
+})",
+                 {{"x", f32({1, 2}, {5, 9})}, {"z", f32({1, 2}, {1, 3})}});
+  CHECK(y == std::vector<double>{2, 1});
+  auto r = eval1(R"(
+func @f(%x: f32[M, 1]) -> bf16[M, 1] {
+  %c = cast %x : bf16[M, 1]
+  return %c
+})",
+                 {{"x", f32({1, 1}, {1.00390625})}});  // 1 + 2^-8: halfway, rounds to even
+  CHECK(r == std::vector<double>{1.0});
+}
+
+TEST_CASE("the fused graph computes what the unfused graph computes", "[reference]") {
+  ir::Graph g = ir::parse(R"(
+func @f(%x: f32[M, 16]) -> f32[M, 16] {
+  %w = param f32[16, 16]
+  %b = param f32[16]
+  %mm = matmul %x, %w : f32[M, 16]
+  %y = add %mm, %b : f32[M, 16]
+  %a = gelu_tanh %y : f32[M, 16]
+  %s = silu %y : f32[M, 16]
+  %o = mul %a, %s : f32[M, 16]
+  return %o
+})", "f.mlp");
+  Values v = random_values(g, 5, 7);
+  auto plain = runtime::reference_forward(g, v);
+  auto fused = runtime::reference_forward(passes::run_pipeline(g, {}).graph, v);
+  CHECK(plain[0].data == fused[0].data);
+}
+
+TEST_CASE("seeded values are reproducible, rounded, and independent of the batch", "[reference]") {
+  ir::Graph g = ir::parse(R"(
+func @f(%x: bf16[M, 8]) -> bf16[M, 4] {
+  %w = param bf16[4, 8]
+  %y = matmul %x, %w : bf16[M, 4]
+  return %y
+})", "f.mlp");
+  Values a = random_values(g, 3, 1), b = random_values(g, 5, 1), c = random_values(g, 3, 2);
+  CHECK(std::equal(a["x"].data.begin(), a["x"].data.end(), b["x"].data.begin()));
+  CHECK(a["w"].data == b["w"].data);
+  CHECK(a["w"].data != c["w"].data);
+  for (double w : a["w"].data) {
+    CHECK(std::fabs(w) <= 1.0 / std::sqrt(8.0));  // nn.Linear: U(-1/sqrt(in), 1/sqrt(in))
+    CHECK(runtime::round_to(ir::DType::BF16, w) == w);
+  }
+}
+
+TEST_CASE("the reference on sampled rows equals those rows of the full run", "[reference]") {
+  ir::Graph g = ir::parse(R"(
+func @f(%x: f32[M, 8]) -> f32[M, 4] {
+  %w = param f32[4, 8]
+  %y = matmul %x, %w : f32[M, 4]
+  %z = relu %y : f32[M, 4]
+  return %z
+})", "f.mlp");
+  Values v = random_values(g, 100, 3);
+  std::vector<int64_t> rows = sample_rows(100, 10);
+  CHECK(rows.front() == 0);
+  CHECK(rows.back() == 99);
+  auto full = runtime::reference_forward(g, v);
+  auto some = reference_on_rows(g, v, rows);
+  CHECK(runtime::take_rows(full[0], rows).data == some[0].data);
+  Check ok = compare_rows(g, full, rows, some);
+  CHECK(ok.ok);
+  CHECK(ok.max_abs_err == 0.0);
+  full[0].data[rows[3] * 4 + 1] += 1.0;  // one wrong element in a checked row
+  CHECK_FALSE(compare_rows(g, full, rows, some).ok);
+}
+
+TEST_CASE("tolerances: per dtype, growing with the GEMM length; NaN never passes", "[reference]") {
+  auto bf16 = runtime::tolerance_for(ir::DType::BF16, 768);
+  auto fp32 = runtime::tolerance_for(ir::DType::F32, 4096);
+  CHECK(bf16.rtol == 1.6e-2);
+  CHECK(fp32.rtol == 1.3e-6);
+  CHECK(runtime::tolerance_for(ir::DType::F32, 16384).floor > fp32.floor);
+  HostTensor ref = f32({1, 2}, {1.0, -1.0});
+  HostTensor nan = f32({1, 2}, {1.0, std::nan("")});
+  CHECK_FALSE(runtime::compare(nan, ref, fp32).ok);
+  CHECK(runtime::compare(ref, ref, fp32).ok);
+}
