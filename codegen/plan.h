@@ -21,10 +21,17 @@ struct Buffer {
   int64_t numel(int64_t batch) const { return type.shape.numel(batch); }
 };
 
-// y[rows, n] = x[rows, k] . w[n, k]^T, row-major, fp32 accumulation; rows = x's leading dims.
+// What a cuBLASLt epilogue adds to x . w^T before the store (bias is a row vector [n]).
+enum class Epilogue { None, Bias, ReluBias, GeluTanhBias };
+
+// y[rows, n] = epilogue(x[rows, k] . w[n, k]^T [+ residual]), row-major, fp32 accumulation;
+// rows = x's leading dims. A residual [rows, n] enters as cuBLASLt's C with beta = 1.
 struct GemmStep {
   std::string name;  // stable: "gemm_<output value>"
   int x = -1, w = -1, y = -1;  // buffer indices
+  Epilogue epilogue = Epilogue::None;
+  int bias = -1;      // buffer index of the bias row vector, when the epilogue has one
+  int residual = -1;  // buffer index added through C (beta = 1), or -1
   int64_t n = 0, k = 0;
   ir::DType dtype = ir::DType::F32;
   std::vector<std::string> ir_nodes;  // value names it computes

@@ -30,6 +30,16 @@ Inferred infer_type(Op op, std::span<const TensorType> in, const TensorType& dec
           return fail(i != 0 && declared.shape.dims[i] == kBatchDim
                           ? "only the leading dim may be the symbolic batch dim"
                           : "dims must be positive");
+      {
+        int64_t elements = 1;
+        for (int64_t d : declared.shape.dims)
+          if (d != kBatchDim) {
+            if (d > kMaxDim || elements > kMaxStaticElements / d)
+              return fail(fmt::format("tensor of {} elements is too large (the limit is {})",
+                                      to_string(declared.shape), kMaxStaticElements));
+            elements *= d;
+          }
+      }
       if (op == Op::Param && declared.shape.has_batch())
         return fail("a param cannot have the symbolic batch dim");
       return {declared, {}};
@@ -67,8 +77,8 @@ Inferred infer_type(Op op, std::span<const TensorType> in, const TensorType& dec
       if (!body) return fail("fused.pointwise needs a region");
       auto ins = body->inputs();
       if (ins.size() != in.size())
-        return fail(fmt::format("region takes {} values, fused node passes {}", ins.size(),
-                                in.size()));
+        return fail(fmt::format("region takes {} value{}, fused node passes {}", ins.size(),
+                                ins.size() == 1 ? "" : "s", in.size()));
       for (size_t i = 0; i < in.size(); ++i)
         if (!(body->node(ins[i]).type == in[i]))
           return fail(fmt::format("region value %{} is {}, operand is {}",

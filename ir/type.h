@@ -12,6 +12,9 @@ namespace mlpc::ir {
 
 inline constexpr int64_t kBatchDim = -1;  // marks the symbolic batch dim in Shape::dims
 inline constexpr int64_t kMaxDim = int64_t{1} << 40;  // larger static dims are rejected
+// Bound on the product of a type's static dims: times any batch the CLI takes (< 2^24) it stays
+// far from int64 overflow.
+inline constexpr int64_t kMaxStaticElements = int64_t{1} << 36;
 
 struct Shape {
   std::vector<int64_t> dims;

@@ -39,8 +39,12 @@ std::string slurp(const fs::path& p) {
 
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+  for (char c : s) {
+    if (c == '\'') q += "'\\''";
+    else q += c;
+  }
+  q += '\'';
+  return q;
 }
 
 // A fresh, empty folder under the temp dir, removed when the test ends.
@@ -63,9 +67,9 @@ struct TempDir {
 Result run_mlpc(const std::vector<std::string>& args) {
   TempDir tmp;
   fs::path out = tmp.path / "stdout", err = tmp.path / "stderr";
-  std::string cmd = "timeout 300 " + shell_quote(MLPC_BINARY);
-  for (const std::string& a : args) cmd += " " + shell_quote(a);
-  cmd += " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string()) + " </dev/null";
+  std::string cmd = fmt::format("timeout 300 {}", shell_quote(MLPC_BINARY));
+  for (const std::string& a : args) cmd += fmt::format(" {}", shell_quote(a));
+  cmd += fmt::format(" >{} 2>{} </dev/null", shell_quote(out.string()), shell_quote(err.string()));
   int status = std::system(cmd.c_str());
   Result r;
   if (status != -1 && WIFEXITED(status)) r.code = WEXITSTATUS(status);
@@ -93,9 +97,9 @@ std::string one_error_line(const Result& r) {
   return lines(r.err).front();
 }
 
-std::string data(const std::string& name) { return std::string(MLPC_TEST_DATA_DIR) + "/" + name; }
+std::string data(const std::string& name) { return fmt::format("{}/{}", MLPC_TEST_DATA_DIR, name); }
 std::string sample_file(const std::string& name) {
-  return std::string(MLPC_TEST_DATA_DIR) + "/../../samples/" + name;
+  return fmt::format("{}/../../samples/{}", MLPC_TEST_DATA_DIR, name);
 }
 
 nlohmann::json compile_json(std::vector<std::string> args) {

@@ -337,3 +337,10 @@ TEST_CASE("damaged text never crashes the parser", "[parser]") {
     }
   }
 }
+
+TEST_CASE("a tensor too large to count is rejected at its declaration", "[parser]") {
+  CHECK_THROWS_WITH(mlpc::ir::parse("func @f(%x: f32[M, 1048576, 1048576]) -> f32[M, 1048576, "
+                                    "1048576] {\n  return %x\n}\n",
+                                    "big.mlp"),
+                    Catch::Contains("big.mlp:1:") && Catch::Contains("is too large"));
+}

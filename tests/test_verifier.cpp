@@ -219,7 +219,7 @@ TEST_CASE("verifier: region inputs match the operands", "[verifier]") {
                                         "f16[M, 8], operand is f32[M, 8]"));
   g = fused();
   g.nodes[2].operands.push_back(NodeId{0});
-  CHECK_THROWS_WITH(verify(g), Contains("node %h (fused.pointwise): region takes 1 values, "
+  CHECK_THROWS_WITH(verify(g), Contains("node %h (fused.pointwise): region takes 1 value, "
                                         "fused node passes 2"));
   g = fused();
   edit_body(g, 2, [](Graph& body) { body.nodes[0].name = "in0"; });
