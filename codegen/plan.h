@@ -32,6 +32,7 @@ struct GemmStep {
   Epilogue epilogue = Epilogue::None;
   int bias = -1;      // buffer index of the bias row vector, when the epilogue has one
   int residual = -1;  // buffer index added through C (beta = 1), or -1
+  std::string op = "matmul";  // the IR op it computes, e.g. "matmul_bias_gelu_tanh"
   int64_t n = 0, k = 0;
   ir::DType dtype = ir::DType::F32;
   std::vector<std::string> ir_nodes;  // value names it computes

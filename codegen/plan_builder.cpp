@@ -6,6 +6,18 @@
 #include "ir/error.h"
 
 namespace mlpc::codegen {
+namespace {
+
+Epilogue epilogue_of(ir::Op op) {
+  switch (op) {
+    case ir::Op::MatMulBias: return Epilogue::Bias;
+    case ir::Op::MatMulBiasRelu: return Epilogue::ReluBias;
+    case ir::Op::MatMulBiasGeluTanh: return Epilogue::GeluTanhBias;
+    default: return Epilogue::None;  // plain, or a residual through C
+  }
+}
+
+}  // namespace
 
 Plan build_plan(const ir::Graph& g) {
   Plan plan;
@@ -22,8 +34,16 @@ Plan build_plan(const ir::Graph& g) {
     switch (n.op) {
       case ir::Op::Input: plan.inputs.push_back(add_buffer(n, BufferRole::Input)); break;
       case ir::Op::Param: add_buffer(n, BufferRole::Param); break;
-      case ir::Op::MatMul: {
+      case ir::Op::MatMul:
+      case ir::Op::MatMulBias:
+      case ir::Op::MatMulBiasRelu:
+      case ir::Op::MatMulBiasGeluTanh:
+      case ir::Op::MatMulResidual: {
         GemmStep s;
+        s.epilogue = epilogue_of(n.op);
+        s.op = std::string(ir::op_name(n.op));
+        if (n.operands.size() == 3)
+          (n.op == ir::Op::MatMulResidual ? s.residual : s.bias) = buf(n.operands[2]);
         s.name = "gemm_" + n.name;
         s.x = buf(n.operands[0]);
         s.w = buf(n.operands[1]);

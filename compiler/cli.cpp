@@ -55,6 +55,8 @@ struct GraphArgs {
   std::string sample, file, dtype;
   int64_t batch = 0;  // 0: the sample's default
   uint64_t seed = runtime::kDefaultSeed;
+  int opt_level = 1;
+  bool no_fusion = false;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -63,6 +65,16 @@ struct GraphArgs {
     cmd->add_option("--dtype", dtype, "run the graph in this dtype")
         ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     cmd->add_option("--seed", seed, "seed of the random weights and inputs");
+    cmd->add_option("-O,--opt-level", opt_level,
+                    "0: eager, one kernel per op; 1: pointwise fusion, as torch.compile does "
+                    "(default); 2: also GEMM epilogues (bias, relu, gelu_tanh, residual)")
+        ->check(CLI::Range(0, 2));
+  }
+
+  // What to compile. bench compares eager with the level asked for (at least 1).
+  CompileOptions options(bool fused = true) const {
+    bool fusion = fused && !no_fusion && opt_level >= 1;
+    return {.fusion = fusion, .epilogues = fusion && opt_level >= 2};
   }
 
   ir::Graph load() {
@@ -98,7 +110,7 @@ int cmd_samples() {
 struct CompileArgs {
   GraphArgs graph;
   std::string arch, dump_dir;
-  bool no_fusion = false, json = false, print_ir_after_all = false;
+  bool json = false, print_ir_after_all = false;
 };
 
 void print_compile(const ir::Graph& g, const CompiledGraph& c, const CompileArgs& a) {
@@ -107,9 +119,10 @@ void print_compile(const ir::Graph& g, const CompiledGraph& c, const CompileArgs
     return;
   }
   fmt::print("// IR before the passes\n{}\n", c.pipeline.input_ir);
-  fmt::print("// IR after the passes ({})\n{}\n", a.no_fusion ? "eager: one kernel per op" : "fused",
+  fmt::print("// IR after the passes ({})\n{}\n",
+             a.graph.options().fusion ? "fused" : "eager: one kernel per op",
              ir::print(c.pipeline.graph));
-  if (!a.no_fusion)
+  if (a.graph.options().fusion)
     fmt::print("// fusion decisions\n{}\n", c.pipeline.fusion.to_string());
   fmt::print("{}", plan_text(c, a.graph.batch));
   fmt::print("NVRTC: {} kernel{} for {} in {:.1f} ms\n", c.cubins.size(),
@@ -118,7 +131,9 @@ void print_compile(const ir::Graph& g, const CompiledGraph& c, const CompileArgs
 
 int cmd_compile(CompileArgs& a) {
   ir::Graph g = a.graph.load();
-  CompiledGraph c = compile(g, {.fusion = !a.no_fusion, .arch = a.arch});
+  CompileOptions options = a.graph.options();
+  options.arch = a.arch;
+  CompiledGraph c = compile(g, options);
   if (a.print_ir_after_all)
     for (const passes::PassRecord& r : c.pipeline.passes)
       fmt::print(stderr, "// IR after {}{}\n{}\n", r.pass, r.changed ? "" : " (unchanged)",
@@ -131,7 +146,6 @@ int cmd_compile(CompileArgs& a) {
 struct RunArgs {
   GraphArgs graph;
   std::string device = "cuda";
-  bool no_fusion = false;
 };
 
 int cmd_run(RunArgs& a) {
@@ -142,7 +156,7 @@ int cmd_run(RunArgs& a) {
     return 0;
   }
   if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
-  CompiledGraph c = compile(g, {.fusion = !a.no_fusion});
+  CompiledGraph c = compile(g, a.graph.options());
   auto outs = run_on_gpu(c, values, a.graph.batch);
   print_outputs(outs);
   std::vector<int64_t> rows = sample_rows(a.graph.batch);
@@ -161,7 +175,7 @@ struct BenchArgs {
 int cmd_bench(BenchArgs& a) {
   ir::Graph g = a.graph.load();
   if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
-  BenchResult r = bench(g, a.graph.batch, a.graph.seed);
+  BenchResult r = bench(g, a.graph.batch, a.graph.seed, a.graph.options());
   if (a.json)
     fmt::print("{}\n", to_json(r).dump(2));
   else
@@ -198,7 +212,7 @@ int run_cli(int argc, char** argv) {
   ca.graph.add_to(compile_cmd);
   compile_cmd->add_option("--arch", ca.arch, "target, e.g. sm_90 (default: the GPU's, or sm_90)")
       ->check(check_arch);
-  compile_cmd->add_flag("--no-fusion", ca.no_fusion, "eager: one kernel per op");
+  compile_cmd->add_flag("--no-fusion", ca.graph.no_fusion, "eager: one kernel per op (-O0)");
   compile_cmd->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass and kernels");
   compile_cmd->add_flag("--json", ca.json, "print the plan as JSON");
   compile_cmd->add_flag("--print-ir-after-all", ca.print_ir_after_all,
@@ -209,7 +223,7 @@ int run_cli(int argc, char** argv) {
   ra.graph.add_to(run_cmd);
   run_cmd->add_option("--device", ra.device, "cuda, or cpu for the fp64 reference")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  run_cmd->add_flag("--no-fusion", ra.no_fusion, "eager: one kernel per op");
+  run_cmd->add_flag("--no-fusion", ra.graph.no_fusion, "eager: one kernel per op (-O0)");
 
   BenchArgs ba;
   CLI::App* bench_cmd = app.add_subcommand("bench", "time eager vs compiled on the GPU");

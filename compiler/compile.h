@@ -12,8 +12,11 @@ namespace mlpc {
 
 struct CompileOptions {
   bool fusion = true;        // false: eager, one kernel per op
+  bool epilogues = false;    // -O2: fold bias / relu / gelu_tanh / residual into GEMM epilogues
   std::string arch;          // "sm_90"; empty: the device's, or sm_90 without one
   bool build_kernels = true; // run NVRTC on every kernel
+  bool use_cache = true;     // on-disk CUBIN cache (runtime/kernel_cache.h); MLPC_NO_KERNEL_CACHE=1
+                             // turns it off as well
 };
 
 struct CompiledGraph {
@@ -21,7 +24,13 @@ struct CompiledGraph {
   codegen::Plan plan;
   std::map<std::string, std::vector<char>> cubins;  // kernel name -> CUBIN
   std::string arch;
-  double nvrtc_ms = 0.0;
+  double nvrtc_ms = 0.0;    // time spent in NVRTC only (cache misses)
+  double compile_ms = 0.0;  // wall time of the whole kernel-building phase, cache hits included
+  // Kernels found in the on-disk cache / built by NVRTC; hits + misses = number of kernels.
+  // With the cache off every kernel is a miss.
+  int cache_hits = 0;
+  int cache_misses = 0;
+  bool cache_enabled = false;  // the cache was consulted (on, and its directory usable)
 };
 
 CompiledGraph compile(const ir::Graph& g, const CompileOptions& options);

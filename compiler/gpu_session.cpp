@@ -49,7 +49,8 @@ std::vector<runtime::HostTensor> run_on_gpu(const CompiledGraph& c, const Values
   return exec->outputs();
 }
 
-BenchResult bench(const ir::Graph& g, int64_t batch, uint64_t seed) {
+BenchResult bench(const ir::Graph& g, int64_t batch, uint64_t seed,
+                  const CompileOptions& compiled) {
   require_gpu();
   BenchResult r;
   r.graph = g.name;
@@ -60,7 +61,9 @@ BenchResult bench(const ir::Graph& g, int64_t batch, uint64_t seed) {
   std::vector<int64_t> rows = sample_rows(batch);
   std::vector<runtime::HostTensor> reference = reference_on_rows(g, values, rows);
   for (bool fusion : {false, true}) {
-    CompiledGraph c = compile(g, {.fusion = fusion});
+    CompileOptions options = compiled;
+    if (!fusion) options = {.fusion = false, .arch = compiled.arch};
+    CompiledGraph c = compile(g, options);
     ModeResult m = measure(g, c, values, batch, rows, reference);
     m.compile_ms = c.nvrtc_ms;
     (fusion ? r.compiled : r.eager) = m;

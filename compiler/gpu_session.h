@@ -33,9 +33,11 @@ struct BenchResult {
   double speedup() const { return eager.median_us / compiled.median_us; }
 };
 
-// Compiles `g` twice (fusion off and on), runs both on the same seeded values, checks them
+// Compiles `g` twice (eager and `compiled`), runs both on the same seeded values, checks them
 // against the reference and times them.
-BenchResult bench(const ir::Graph& g, int64_t batch, uint64_t seed);
+// `compiled` says how the compiled side is built (eager is always fusion off).
+BenchResult bench(const ir::Graph& g, int64_t batch, uint64_t seed,
+                  const CompileOptions& compiled = {});
 nlohmann::json to_json(const BenchResult& r);
 std::string to_text(const BenchResult& r);
 

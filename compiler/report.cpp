@@ -25,9 +25,11 @@ struct StepFacts {
 StepFacts facts(const codegen::Plan& p, const codegen::Step& s, int64_t batch) {
   StepFacts f;
   if (auto* g = std::get_if<GemmStep>(&s)) {
-    f = {g->name, "gemm", {"matmul"}, g->ir_nodes};
+    f = {g->name, "gemm", {g->op}, g->ir_nodes};
     f.bytes = p.buffers[g->x].bytes(batch) + p.buffers[g->w].bytes(batch) +
               p.buffers[g->y].bytes(batch);
+    for (int extra : {g->bias, g->residual})
+      if (extra >= 0) f.bytes += p.buffers[extra].bytes(batch);
     f.flops = 2.0 * static_cast<double>(p.buffers[g->x].type.shape.rows(batch)) * g->n * g->k;
   } else {
     const auto& k = std::get<KernelStep>(s);

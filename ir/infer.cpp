@@ -57,6 +57,15 @@ Inferred infer_type(Op op, std::span<const TensorType> in, const TensorType& dec
                                 to_string(x.shape), to_string(w.shape)));
       Shape out = x.shape;
       out.dims.back() = w.shape.dims[0];
+      if (in.size() == 3) {  // the epilogue's operand: a bias row vector or a residual
+        const TensorType& e = in[2];
+        bool residual = op == Op::MatMulResidual;
+        Shape want = residual ? out : Shape{{out.dims.back()}};
+        if (e.dtype != x.dtype || !(e.shape == want))
+          return fail(fmt::format("{} operand of {} must be {}{}, got {}",
+                                  residual ? "residual" : "bias", op_name(op),
+                                  dtype_name(x.dtype), to_string(want), to_string(e)));
+      }
       return {{x.dtype, out}, {}};
     }
     case OpKind::Pointwise: {

@@ -6,6 +6,7 @@
 #include "ir/verifier.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/fuse_epilogue.h"
 #include "passes/fuse_pointwise.h"
 
 namespace mlpc::passes {
@@ -26,6 +27,8 @@ PipelineResult run_pipeline(ir::Graph g, const PipelineOptions& options) {
 
   run("dce", dce);
   run("cse", cse);
+  if (options.fusion && options.epilogues)
+    run("fuse-epilogue", [&](ir::Graph& x) { return fuse_epilogue(x, &result.fusion); });
   if (options.fusion)
     run("fuse-pointwise", [&](ir::Graph& x) { return fuse_pointwise(x, &result.fusion); });
   else

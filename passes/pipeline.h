@@ -11,7 +11,8 @@
 namespace mlpc::passes {
 
 struct PipelineOptions {
-  bool fusion = true;  // false: eager, every pointwise op its own kernel
+  bool fusion = true;     // false: eager, every pointwise op its own kernel
+  bool epilogues = false;  // fold bias / relu / gelu_tanh / residual into GEMMs (with fusion)
 };
 
 struct PassRecord {

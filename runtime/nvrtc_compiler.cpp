@@ -72,18 +72,22 @@ std::string cuda_include_dir() {
   throw Error("cannot find the CUDA include directory (cuda_bf16.h); set CUDA_HOME");
 }
 
+std::vector<std::string> nvrtc_options(const std::string& arch) {
+  return {"--gpu-architecture=" + arch, "-std=c++17", "-I" + cuda_include_dir()};
+}
+
 std::vector<char> compile_to_cubin(const std::string& source, const std::string& kernel_name,
                                    const std::string& arch) {
   if (!valid_arch(arch))
     throw Error(fmt::format("kernel {}: bad GPU arch '{}' (expected e.g. sm_90)", kernel_name, arch));
-  std::string include = "-I" + cuda_include_dir();
-  std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* opts[] = {arch_opt.c_str(), "-std=c++17", include.c_str()};
+  std::vector<std::string> options = nvrtc_options(arch);
+  std::vector<const char*> opts;
+  for (const std::string& o : options) opts.push_back(o.c_str());
 
   ProgramGuard guard;
   std::string file = kernel_name + ".cu";
   MLPC_NVRTC(nvrtcCreateProgram(&guard.prog, source.c_str(), file.c_str(), 0, nullptr, nullptr));
-  nvrtcResult status = nvrtcCompileProgram(guard.prog, 3, opts);
+  nvrtcResult status = nvrtcCompileProgram(guard.prog, static_cast<int>(opts.size()), opts.data());
   if (status != NVRTC_SUCCESS) {
     std::string log = program_log(guard.prog);
     if (log.empty()) log = nvrtcGetErrorString(status);

@@ -13,6 +13,11 @@ namespace mlpc::runtime {
 std::vector<char> compile_to_cubin(const std::string& source, const std::string& kernel_name,
                                    const std::string& arch);
 
+// The exact NVRTC option list compile_to_cubin passes for ARCH, in order:
+// {"--gpu-architecture=ARCH", "-std=c++17", "-I<cuda_include_dir()>"}. The kernel cache hashes
+// it, so anything added here changes every cache key. Throws like cuda_include_dir().
+std::vector<std::string> nvrtc_options(const std::string& arch);
+
 // The directory holding cuda_bf16.h: $CUDA_HOME/include, $CUDA_PATH/include, the build-time
 // toolkit, /usr/local/cuda/include, first that has it. Throws mlpc::Error when none does.
 std::string cuda_include_dir();

@@ -11,14 +11,16 @@
 namespace mlpc::runtime {
 namespace {
 
+double gelu_tanh(double x) {
+  double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(inner));
+}
+
 double apply_unary(const ir::Node& n, double x) {
   switch (n.op) {
     case ir::Op::Relu: return x > 0 ? x : 0.0;
     case ir::Op::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case ir::Op::GeluTanh: {
-      double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
-      return 0.5 * x * (1.0 + std::tanh(inner));
-    }
+    case ir::Op::GeluTanh: return gelu_tanh(x);
     case ir::Op::Silu: return x / (1.0 + std::exp(-x));
     case ir::Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case ir::Op::Tanh: return std::tanh(x);
@@ -90,7 +92,19 @@ std::vector<HostTensor> evaluate(const ir::Graph& g, std::vector<HostTensor> bou
         out = it->second;
         break;
       }
-      case ir::OpKind::Gemm: out = matmul(operand(0), operand(1), n.type.dtype); break;
+      case ir::OpKind::Gemm: {
+        out = matmul(operand(0), operand(1), n.type.dtype);
+        if (n.operands.size() == 3) {  // the epilogue, in fp64 like the rest
+          const HostTensor& e = operand(2);
+          for (size_t i = 0; i < out.data.size(); ++i) {
+            double v = out.data[i] + at(e, static_cast<int64_t>(i));
+            if (n.op == ir::Op::MatMulBiasRelu) v = v > 0 ? v : 0.0;
+            if (n.op == ir::Op::MatMulBiasGeluTanh) v = gelu_tanh(v);
+            out.data[i] = v;
+          }
+        }
+        break;
+      }
       case ir::OpKind::Pointwise: {
         const HostTensor& a = operand(0);
         if (n.operands.size() == 2) {

@@ -1,0 +1,39 @@
+#include "runtime/cache_dir.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+#include "ir/error.h"
+
+namespace mlpc::runtime {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+std::string cache_dir() {
+  namespace fs = std::filesystem;
+  fs::path dir;
+  if (std::string d = env("MLPC_CACHE_DIR"); !d.empty()) {
+    dir = d;
+  } else if (std::string x = env("XDG_CACHE_HOME"); !x.empty() && fs::path(x).is_absolute()) {
+    dir = fs::path(x) / "mlpc";
+  } else if (std::string h = env("HOME"); !h.empty()) {
+    dir = fs::path(h) / ".cache" / "mlpc";
+  } else {
+    throw Error("no cache directory: set MLPC_CACHE_DIR (HOME and XDG_CACHE_HOME are unset)");
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir, ec))
+    throw Error("cannot create the cache directory " + dir.string() + ": " +
+                (ec ? ec.message() : std::string("not a directory")));
+  return dir.string();
+}
+
+}  // namespace mlpc::runtime
