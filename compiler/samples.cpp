@@ -28,14 +28,27 @@ ir::Graph geglu_sample() {
   return t.finish({linear(h, 768, false, "down")});
 }
 
-// Three Linear layers with bias and exact GELU between them, in fp32.
-ir::Graph mlp3_sample() {
-  Tracer t("mlp3");
-  Tensor x = t.input("x", DType::F32, {kBatch, 1024});
-  Tensor h1 = gelu(linear(x, 4096, true, "fc1")).named("h1");
-  Tensor h2 = gelu(linear(h1, 4096, true, "fc2")).named("h2");
-  return t.finish({linear(h2, 1024, true, "fc3")});
+// The GeGLU MLP at Llama-3-8B's FFN size: d 4096, hidden 14336.
+ir::Graph llama_geglu_sample() {
+  Tracer t("llama_geglu");
+  Tensor x = t.input("x", DType::BF16, {kBatch, 4096});
+  Tensor h = (gelu_tanh(linear(x, 14336, false, "gate")).named("act") *
+              linear(x, 14336, false, "up")).named("h");
+  return t.finish({linear(h, 4096, false, "down")});
 }
+
+// Three Linear layers with bias and an activation between them, in fp32.
+template <Tensor (*Act)(const Tensor&)>
+ir::Graph mlp3_of(const char* name, int64_t d, int64_t hidden) {
+  Tracer t(name);
+  Tensor x = t.input("x", DType::F32, {kBatch, d});
+  Tensor h1 = Act(linear(x, hidden, true, "fc1")).named("h1");
+  Tensor h2 = Act(linear(h1, hidden, true, "fc2")).named("h2");
+  return t.finish({linear(h2, d, true, "fc3")});
+}
+
+ir::Graph mlp3_sample() { return mlp3_of<gelu>("mlp3", 1024, 4096); }
+ir::Graph mlp3_small_sample() { return mlp3_of<relu>("mlp3_small", 256, 256); }
 
 struct Sample {
   SampleInfo info;
@@ -50,6 +63,9 @@ const std::vector<Sample>& registry() {
        geglu_sample},
       {{"mlp3", "3 Linear with bias, GELU (erf) between: f32 1024->4096->4096->1024", 8192},
        mlp3_sample},
+      {{"mlp3_small", "small mlp3 with ReLU: f32 256->256->256->256", 64}, mlp3_small_sample},
+      {{"llama_geglu", "GeGLU FFN at Llama-3-8B size: x bf16[M, 4096], hidden 14336", 4096},
+       llama_geglu_sample},
   };
   return r;
 }

@@ -1,6 +1,10 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,6 +25,13 @@ const codegen::Plan& require_gpu(const codegen::Plan& plan) {
   return plan;
 }
 
+ExecutorOptions from_env(ExecutorOptions o) {
+  if (gemm_tuning_disabled_by_env()) o.tune_gemms = false;
+  if (const char* v = std::getenv("MLPC_CUDA_GRAPH"); v && std::strcmp(v, "0") == 0)
+    o.cuda_graph = false;
+  return o;
+}
+
 void check_plan(const codegen::Plan& plan) {
   const int nb = static_cast<int>(plan.buffers.size());
   auto valid = [&](int i) { return i >= 0 && i < nb; };
@@ -37,6 +48,23 @@ void check_plan(const codegen::Plan& plan) {
                   "GEMM " + g->name + ": buffer dtypes differ from the step's");
       MLPC_ASSERT(x.shape.rows(7) == y.shape.rows(7) && x.shape.rows(1) == y.shape.rows(1),
                   "GEMM " + g->name + ": x and y have different rows");
+      const bool wants_bias = g->epilogue != codegen::Epilogue::None;
+      MLPC_ASSERT(wants_bias == valid(g->bias) && (g->bias == -1 || valid(g->bias)),
+                  "GEMM " + g->name + ": a bias buffer exactly when the epilogue has a bias");
+      if (wants_bias) {
+        const ir::TensorType& b = plan.buffers[g->bias].type;
+        MLPC_ASSERT(b.dtype == g->dtype && b.shape.numel(1) == g->n && b.shape.last() == g->n &&
+                        b.shape.rows(7) == 1,
+                    "GEMM " + g->name + ": the bias is not a row vector [n] of the GEMM's dtype");
+      }
+      if (g->residual != -1) {
+        MLPC_ASSERT(valid(g->residual), "GEMM " + g->name + ": bad residual buffer");
+        const ir::TensorType& r = plan.buffers[g->residual].type;
+        MLPC_ASSERT(r.dtype == g->dtype && r.shape.last() == g->n &&
+                        r.shape.rows(7) == y.shape.rows(7) && r.shape.rows(1) == y.shape.rows(1),
+                    "GEMM " + g->name + ": the residual's type differs from the output's");
+        MLPC_ASSERT(g->residual != g->y, "GEMM " + g->name + ": the residual aliases the output");
+      }
     } else {
       const auto& k = std::get<codegen::KernelStep>(step);
       MLPC_ASSERT(valid(k.output), "kernel " + k.name + ": bad output buffer");
@@ -46,15 +74,19 @@ void check_plan(const codegen::Plan& plan) {
   for (int i : plan.outputs) MLPC_ASSERT(valid(i), "plan output: bad buffer");
 }
 
+void warn_graph_once(const std::string& what) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "mlpc: warning: %s (running without CUDA graphs)\n", what.c_str());
+}
+
 }  // namespace
 
 struct Executor::Launch {
   // A GEMM step ...
   const codegen::GemmStep* gemm = nullptr;
   int64_t rows = 0;
-  const void* x = nullptr;
-  const void* w = nullptr;
-  void* y = nullptr;
+  GemmOperands ops;
   // ... or a kernel step: args points into ptrs and n, so a Launch never moves once built.
   cudaKernel_t kernel = nullptr;
   codegen::LaunchDims dims;
@@ -63,11 +95,38 @@ struct Executor::Launch {
   std::vector<void*> args;
 };
 
-Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<char>> cubins)
-    : plan_(require_gpu(plan)), cubins_(std::move(cubins)) {
+struct Executor::Bound {
+  int64_t batch = 0;
+  void* arena = nullptr;
+  size_t bytes = 0;
+  std::vector<size_t> offsets;  // per buffer (params: unused)
+  std::vector<Launch> launches;
+  bool launches_valid = false;
+  bool has_work = false;  // some launch does something (false at batch 0, typically)
+  bool chosen = false;    // its GEMMs' algorithms were chosen (tuned or heuristic #0)
+  bool warm = false;      // ran eagerly at least once: modules loaded, cuBLASLt initialized
+  cudaGraphExec_t graph = nullptr;
+  uint64_t last_bound = 0;
+
+  void drop_graph() {
+    if (graph) cudaGraphExecDestroy(graph);  // an in-flight launch finishes first (CUDA docs)
+    graph = nullptr;
+  }
+  void invalidate() {
+    launches_valid = false;
+    drop_graph();
+  }
+};
+
+Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<char>> cubins,
+                   ExecutorOptions options)
+    : plan_(require_gpu(plan)),
+      options_(from_env(options)),
+      cubins_(std::move(cubins)),
+      algo_cache_(options_.tune_gemms ? std::make_unique<GemmAlgoCache>() : nullptr),
+      tuner_(gemm_, algo_cache_.get()) {
   check_plan(plan_);
   const size_t nb = plan_.buffers.size();
-  offsets_.assign(nb, 0);
   params_.assign(nb, nullptr);
   set_.assign(nb, false);
   try {
@@ -93,9 +152,13 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
 
 Executor::~Executor() {
   // Errors are ignored here: a destructor must not throw, and a sticky error was reported already.
-  if (arena_) cudaFree(arena_);
+  for (auto& [batch, b] : batches_) {
+    b->drop_graph();
+    if (b->arena) cudaFree(b->arena);
+  }
   for (void* p : params_)
     if (p) cudaFree(p);
+  if (capture_stream_) cudaStreamDestroy(capture_stream_);
   for (cudaLibrary_t lib : libraries_) cudaLibraryUnload(lib);
 }
 
@@ -120,32 +183,65 @@ std::vector<int64_t> Executor::bound_dims(int i) const {
 void* Executor::device_ptr(int i) const {
   MLPC_ASSERT(i >= 0 && i < static_cast<int>(plan_.buffers.size()), "bad buffer index");
   if (plan_.buffers[i].role == codegen::BufferRole::Param) return params_[i];
-  return arena_ ? static_cast<char*>(arena_) + offsets_[i] : nullptr;
+  return cur_ && cur_->arena ? static_cast<char*>(cur_->arena) + cur_->offsets[i] : nullptr;
+}
+
+size_t Executor::arena_bytes() const { return cur_ ? cur_->bytes : 0; }
+
+bool Executor::uses_cuda_graph() const {
+  return options_.cuda_graph && graphs_ok_ && cur_ && cur_->graph;
+}
+
+void Executor::evict_one() {
+  auto victim = batches_.end();
+  for (auto it = batches_.begin(); it != batches_.end(); ++it)
+    if (it->second.get() != cur_ &&
+        (victim == batches_.end() || it->second->last_bound < victim->second->last_bound))
+      victim = it;
+  if (victim == batches_.end()) return;
+  Bound& b = *victim->second;
+  // Work still queued may read the arena: drain it before freeing.
+  MLPC_CUDA(cudaDeviceSynchronize());
+  b.drop_graph();
+  if (b.arena) MLPC_CUDA(cudaFree(b.arena));
+  b.arena = nullptr;
+  batches_.erase(victim);
 }
 
 void Executor::bind_batch(int64_t batch) {
   if (batch < 0) throw Error(fmt::format("bad batch size {}", batch));
   if (batch == batch_) return;
-  launches_valid_ = false;
-  if (arena_) MLPC_CUDA(cudaFree(arena_));
-  arena_ = nullptr;
-  arena_bytes_ = 0;
-  batch_ = -1;
-  size_t total = 0;
-  for (size_t i = 0; i < plan_.buffers.size(); ++i) {
-    const codegen::Buffer& b = plan_.buffers[i];
-    if (b.role == codegen::BufferRole::Param) continue;
-    set_[i] = false;
-    offsets_[i] = align_up(total, kArenaAlign);
-    total = offsets_[i] + static_cast<size_t>(b.bytes(batch));
+  auto it = batches_.find(batch);
+  if (it == batches_.end()) {
+    if (batches_.size() >= kMaxBatches) evict_one();
+    auto b = std::make_unique<Bound>();
+    b->batch = batch;
+    b->offsets.assign(plan_.buffers.size(), 0);
+    size_t total = 0;
+    for (size_t i = 0; i < plan_.buffers.size(); ++i) {
+      const codegen::Buffer& buf = plan_.buffers[i];
+      if (buf.role == codegen::BufferRole::Param) continue;
+      b->offsets[i] = align_up(total, kArenaAlign);
+      total = b->offsets[i] + static_cast<size_t>(buf.bytes(batch));
+    }
+    total = align_up(total, kArenaAlign);
+    if (total > 0) MLPC_CUDA(cudaMalloc(&b->arena, total));
+    b->bytes = total;
+    try {
+      for (const codegen::Step& step : plan_.steps)
+        if (const auto* g = std::get_if<codegen::GemmStep>(&step))
+          gemm_.prepare(*g, plan_.buffers[g->y].type.shape.rows(batch));
+    } catch (...) {
+      if (b->arena) cudaFree(b->arena);
+      throw;
+    }
+    it = batches_.emplace(batch, std::move(b)).first;
   }
-  total = align_up(total, kArenaAlign);
-  if (total > 0) MLPC_CUDA(cudaMalloc(&arena_, total));
-  arena_bytes_ = total;
+  cur_ = it->second.get();
+  cur_->last_bound = ++bind_clock_;
   batch_ = batch;
-  for (const codegen::Step& step : plan_.steps)
-    if (const auto* g = std::get_if<codegen::GemmStep>(&step))
-      gemm_.prepare(*g, plan_.buffers[g->y].type.shape.rows(batch));
+  for (size_t i = 0; i < plan_.buffers.size(); ++i)
+    if (plan_.buffers[i].role != codegen::BufferRole::Param) set_[i] = false;
 }
 
 void Executor::set_tensor(const std::string& name, const HostTensor& t) {
@@ -162,36 +258,45 @@ void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   if (b.role == codegen::BufferRole::Param) {
     if (!params_[i]) {
       MLPC_CUDA(cudaMalloc(&params_[i], std::max<size_t>(bytes.size(), 1)));
-      launches_valid_ = false;
+      // A new device pointer: every resolved launch list (and graph) is stale.
+      for (auto& [batch, bound] : batches_) bound->invalidate();
     }
     dst = params_[i];
   } else {
     dst = device_ptr(i);
   }
+  // In place, at the same address: captured graphs stay valid and see the new values.
   if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   set_[i] = true;
 }
 
-void Executor::resolve_launches() {
+void Executor::resolve_launches(Bound& b) {
+  MLPC_ASSERT(&b == cur_, "resolving the launches of a batch size that is not bound");
   auto read = [&](int i) -> void* {
-    const codegen::Buffer& b = plan_.buffers[i];
+    const codegen::Buffer& buf = plan_.buffers[i];
     bool must_be_set =
-        b.role == codegen::BufferRole::Param || b.role == codegen::BufferRole::Input;
+        buf.role == codegen::BufferRole::Param || buf.role == codegen::BufferRole::Input;
     if (must_be_set && !set_[i])
-      throw Error(fmt::format("{} {} was not set", b.role == codegen::BufferRole::Param
-                                                       ? "param" : "input", b.name));
+      throw Error(fmt::format("{} {} was not set", buf.role == codegen::BufferRole::Param
+                                                       ? "param" : "input", buf.name));
     return device_ptr(i);
   };
-  launches_.clear();
-  launches_.reserve(plan_.steps.size());  // no reallocation below: args point into elements
+  b.invalidate();
+  b.launches.clear();
+  b.has_work = false;
+  std::vector<Launch> launches;
+  launches.reserve(plan_.steps.size());  // no reallocation below: args point into elements
   for (const codegen::Step& step : plan_.steps) {
-    Launch& l = launches_.emplace_back();
+    Launch& l = launches.emplace_back();
     if (const auto* g = std::get_if<codegen::GemmStep>(&step)) {
       l.gemm = g;
       l.rows = plan_.buffers[g->y].type.shape.rows(batch_);
-      l.x = read(g->x);
-      l.w = read(g->w);
-      l.y = device_ptr(g->y);
+      l.ops.x = read(g->x);
+      l.ops.w = read(g->w);
+      l.ops.y = device_ptr(g->y);
+      if (g->bias >= 0) l.ops.bias = read(g->bias);
+      if (g->residual >= 0) l.ops.residual = read(g->residual);
+      b.has_work |= l.rows > 0;
     } else {
       const auto& k = std::get<codegen::KernelStep>(step);
       l.kernel = kernels_.at(k.name);
@@ -201,23 +306,107 @@ void Executor::resolve_launches() {
       l.dims = codegen::launch_dims(k, l.n);
       for (void*& p : l.ptrs) l.args.push_back(&p);
       l.args.push_back(&l.n);
+      b.has_work |= l.n > 0;
     }
   }
-  launches_valid_ = true;
+  // Moving the vector keeps its heap buffer, so the args pointers stay valid.
+  b.launches = std::move(launches);
+  b.launches_valid = true;
 }
 
-void Executor::run(cudaStream_t stream) {
-  if (batch_ < 0) throw Error(fmt::format("cannot run {}: call bind_batch first", plan_.graph_name));
-  if (!launches_valid_) resolve_launches();
-  for (Launch& l : launches_) {
+void Executor::enqueue(Bound& b, cudaStream_t stream, bool choose) {
+  for (Launch& l : b.launches) {
     if (l.gemm) {
-      gemm_.run(*l.gemm, l.rows, l.x, l.w, l.y, stream);
+      if (l.rows == 0) continue;
+      if (choose && !tuner_.chosen(*l.gemm, l.rows)) {
+        if (options_.tune_gemms)
+          tuner_.tune(*l.gemm, l.rows, l.ops, stream);
+        else
+          tuner_.untuned(*l.gemm, l.rows);
+      }
+      gemm_.run(*l.gemm, l.rows, l.ops, stream);
     } else if (l.n > 0) {
       MLPC_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(l.kernel), dim3(l.dims.grid),
                                  dim3(l.dims.block), l.args.data(), 0, stream));
       MLPC_CUDA(cudaGetLastError());
     }
   }
+}
+
+void Executor::capture(Bound& b) {
+  if (!capture_stream_) MLPC_CUDA(cudaStreamCreateWithFlags(&capture_stream_, cudaStreamNonBlocking));
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::string failure;
+  try {
+    // Thread-local mode: this thread may not make unsafe calls (a sync, a legacy-stream call)
+    // while capturing, other threads may.
+    MLPC_CUDA(cudaStreamBeginCapture(capture_stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      enqueue(b, capture_stream_, /*choose=*/false);
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      cudaStreamEndCapture(capture_stream_, &partial);
+      if (partial) cudaGraphDestroy(partial);
+      throw;
+    }
+    MLPC_CUDA(cudaStreamEndCapture(capture_stream_, &graph));
+    MLPC_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  if (graph) cudaGraphDestroy(graph);
+  if (!failure.empty()) {
+    (void)cudaGetLastError();  // capture errors are not sticky: clear the last-error slot
+    graphs_ok_ = false;
+    warn_graph_once(fmt::format("capturing {} at batch {} into a CUDA graph failed: {}",
+                                plan_.graph_name, b.batch, failure));
+    return;
+  }
+  b.graph = exec;
+  ++captures_;
+}
+
+void Executor::run(cudaStream_t stream) {
+  if (batch_ < 0) throw Error(fmt::format("cannot run {}: call bind_batch first", plan_.graph_name));
+  Bound& b = *cur_;
+  if (!b.launches_valid) resolve_launches(b);
+  bool done = false;  // this call's forward was enqueued already
+  if (!b.chosen) {
+    // First run at this batch size: run eagerly, choosing each GEMM's algorithm just before it
+    // runs (on the values its producers wrote), never inside a capture.
+    enqueue(b, stream, /*choose=*/true);
+    b.chosen = b.warm = done = true;
+  }
+  if (!options_.cuda_graph || !graphs_ok_ || !b.has_work) {
+    if (!done) enqueue(b, stream, false);
+    return;
+  }
+  if (!b.graph) {
+    if (!b.warm) {  // lazy module loading and cuBLASLt's first-call setup happen outside capture
+      enqueue(b, stream, false);
+      b.warm = done = true;
+    }
+    capture(b);
+    if (!b.graph) return;  // failed (warned): the eager forward above was this call's
+  }
+  MLPC_CUDA(cudaGraphLaunch(b.graph, stream));
+}
+
+std::vector<GemmChoice> Executor::gemm_choices() const {
+  std::vector<GemmChoice> out;
+  if (batch_ < 0) return out;
+  for (const codegen::Step& step : plan_.steps) {
+    const auto* g = std::get_if<codegen::GemmStep>(&step);
+    if (!g) continue;
+    const int64_t rows = plan_.buffers[g->y].type.shape.rows(batch_);
+    if (rows == 0) continue;
+    if (const GemmChoice* c = tuner_.chosen(*g, rows)) {
+      out.push_back(*c);
+      out.back().step = g->name;
+    }
+  }
+  return out;
 }
 
 HostTensor Executor::download(int i) {

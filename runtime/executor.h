@@ -1,32 +1,52 @@
 // Executes a Plan on the GPU: loads each kernel's CUBIN (cudaLibraryLoadData, no driver API),
-// keeps params in their own allocations and every other buffer in one arena bound to a batch
-// size, and runs the steps in order on one stream.
+// keeps params in their own allocations and every other buffer in one arena per batch size, and
+// runs the steps in order on one stream.
+//
+// The first run() of a batch size tunes its GEMMs (runtime/gemm_tuner.h) while running the
+// forward eagerly, step by step, so each GEMM is timed on the real values its producers just
+// wrote. With CUDA graphs on, that same first run() then captures the whole forward into a graph
+// (on a private stream, thread-local capture mode) and launches it on the caller's stream; later
+// runs only launch the graph. The graph holds the device pointers of that batch's arena and of
+// the params, which never move, so uploading new input or param values keeps it valid.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/plan.h"
 #include "runtime/gemm_lt.h"
+#include "runtime/gemm_tuner.h"
 #include "runtime/host_tensor.h"
 
 namespace mlpc::runtime {
 
+struct ExecutorOptions {
+  bool tune_gemms = true;  // time cuBLASLt's candidates (cached on disk); MLPC_GEMM_TUNING=0: off
+  bool cuda_graph = true;  // replay the forward as a CUDA graph; MLPC_CUDA_GRAPH=0: off
+};
+
 class Executor {
  public:
+  // Arenas (and graphs) of at most this many batch sizes are kept; the least recently bound
+  // other one is freed when a new one would exceed it.
+  static constexpr size_t kMaxBatches = 8;
+
   // `cubins` maps each KernelStep's name to its CUBIN (compile_to_cubin). Needs a GPU.
-  Executor(const codegen::Plan& plan, std::map<std::string, std::vector<char>> cubins);
+  Executor(const codegen::Plan& plan, std::map<std::string, std::vector<char>> cubins,
+           ExecutorOptions options = {});
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Allocates the arena for this batch size (inputs, intermediates, outputs; 256-byte aligned
-  // offsets) and prepares the GEMMs. A new batch size reallocates: inputs must be set again;
-  // params stay.
+  // Makes `batch` the current batch size: allocates its arena (inputs, intermediates, outputs;
+  // 256-byte aligned offsets) and prepares the GEMMs, or takes back the arena and graph of a
+  // batch size bound before. Either way, after switching to another batch size the inputs must
+  // be set again; params stay.
   void bind_batch(int64_t batch);
   int64_t batch() const { return batch_; }
 
@@ -41,30 +61,50 @@ class Executor {
   HostTensor download(int buffer_index);
   std::vector<HostTensor> outputs();  // in plan.outputs order
 
-  size_t arena_bytes() const { return arena_bytes_; }
+  size_t arena_bytes() const;                 // of the current batch size
   void* device_ptr(int buffer_index) const;  // nullptr when not allocated yet
   const codegen::Plan& plan() const { return plan_; }
+  const ExecutorOptions& options() const { return options_; }
+
+  // True when run() replays a CUDA graph for the current batch size (captured by its first
+  // run). False before that, with cuda_graph off, or after a capture failed (then run() stays
+  // eager, after one warning on stderr).
+  bool uses_cuda_graph() const;
+  int graph_captures() const { return captures_; }  // graphs captured so far, all batch sizes
+  size_t bound_batches() const { return batches_.size(); }  // arenas kept (<= kMaxBatches)
+
+  // The algorithm chosen for each GEMM step at the current batch size, in plan order; a step
+  // appears once its batch size has run (tuned or not). Empty before the first run().
+  std::vector<GemmChoice> gemm_choices() const;
 
  private:
   struct Launch;  // one step, with its device pointers resolved
-  void resolve_launches();
+  struct Bound;   // one batch size: arena, launches, graph
+  void resolve_launches(Bound& b);
+  void enqueue(Bound& b, cudaStream_t stream, bool tune);
+  void capture(Bound& b);
+  void evict_one();
   std::vector<int64_t> bound_dims(int buffer_index) const;
   int buffer_index(const std::string& name) const;
 
   codegen::Plan plan_;
+  ExecutorOptions options_;
   std::map<std::string, std::vector<char>> cubins_;  // kept alive while the libraries are loaded
   std::vector<cudaLibrary_t> libraries_;
   std::map<std::string, cudaKernel_t> kernels_;
   GemmLt gemm_;
+  std::unique_ptr<GemmAlgoCache> algo_cache_;  // null with tuning off
+  GemmTuner tuner_;
+  cudaStream_t capture_stream_ = nullptr;
+  bool graphs_ok_ = true;  // false after a failed capture
+  int captures_ = 0;
 
   int64_t batch_ = -1;
-  void* arena_ = nullptr;
-  size_t arena_bytes_ = 0;
-  std::vector<size_t> offsets_;       // arena offset per buffer (params: unused)
-  std::vector<void*> params_;         // per buffer; non-null once a param was set
-  std::vector<bool> set_;             // per buffer: uploaded since the last bind (params: ever)
-  std::vector<Launch> launches_;
-  bool launches_valid_ = false;
+  Bound* cur_ = nullptr;
+  std::map<int64_t, std::unique_ptr<Bound>> batches_;
+  uint64_t bind_clock_ = 0;
+  std::vector<void*> params_;  // per buffer; non-null once a param was set
+  std::vector<bool> set_;      // per buffer: uploaded since the last switch (params: ever)
 };
 
 }  // namespace mlpc::runtime

@@ -18,6 +18,7 @@
 // Everything above the GemmTuner class works without a GPU (tests/test_gemm_cache.cpp).
 #pragma once
 
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <array>
@@ -151,12 +152,13 @@ class GemmTuner {
  private:
   // Median microseconds of one launch of `algo`, or nullopt if it fails to launch.
   std::optional<double> time_algo(const codegen::GemmStep& step, int64_t rows,
-                                  const void* algo, const GemmOperands& ops);
+                                  const cublasLtMatmulAlgo_t& algo, const GemmOperands& ops);
 
   GemmLt& lt_;
   GemmAlgoCache* cache_;
   std::string arch_, version_;
   cudaStream_t stream_ = nullptr;
+  std::array<cudaEvent_t, 2 * kTimed> events_{};
   std::map<std::string, GemmChoice> chosen_;  // by key; GemmChoice::step is the first step's
 };
 

@@ -37,6 +37,8 @@ TEST_CASE("sample plans: launches fused and eager", "[samples]") {
       {"linear", {"gemm", "pointwise"}, 2},
       {"geglu", {"gemm", "gemm", "pointwise", "gemm"}, 5},
       {"mlp3", {"gemm", "pointwise", "gemm", "pointwise", "gemm", "pointwise"}, 8},
+      {"mlp3_small", {"gemm", "pointwise", "gemm", "pointwise", "gemm", "pointwise"}, 8},
+      {"llama_geglu", {"gemm", "gemm", "pointwise", "gemm"}, 5},
   };
   for (const Expect& e : cases) {
     INFO(e.name);

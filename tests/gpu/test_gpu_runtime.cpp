@@ -1,13 +1,22 @@
-// The runtime on a real GPU, with a Plan built by hand: one cuBLASLt GEMM (y = x . w^T) and one
-// hand-written kernel adding a row-vector bias, checked against an fp64 computation.
+// The runtime on a real GPU, with Plans built by hand: one cuBLASLt GEMM (y = x . w^T) and one
+// hand-written kernel adding a row-vector bias; single GEMMs with cuBLASLt epilogues (bias,
+// relu, gelu_tanh) and a residual; CUDA graphs and GEMM tuning. Checked against fp64.
+#include <stdlib.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/device.h"
 #include "runtime/executor.h"
+#include "runtime/gemm_tuner.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/timing.h"
 
@@ -241,4 +250,393 @@ TEST_CASE("time_forward reports a per-forward time", "[gpu]") {
   CHECK(t.min_us <= t.median_us);
   CHECK(t.median_us < 1000);  // two tiny launches
   CHECK(t.median_us * t.iters >= 0.5 * opts.min_rep_ms * 1e3);
+}
+
+// ---- GEMM epilogues, CUDA graphs, GEMM tuning ---------------------------------------------------
+
+namespace {
+
+namespace fs = std::filesystem;
+using codegen::Epilogue;
+
+class EnvVar {
+ public:
+  EnvVar(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value)
+      ::setenv(name, value->c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+  ~EnvVar() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  EnvVar(const EnvVar&) = delete;
+  EnvVar& operator=(const EnvVar&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Tuning results of one test go to a fresh MLPC_CACHE_DIR, never to the user's cache; tuning
+// and graphs are on whatever the environment says.
+struct TempCache {
+  fs::path dir;
+  std::optional<EnvVar> cache, tuning, graphs;
+  TempCache() {
+    std::string tmpl = (fs::temp_directory_path() / "mlpc_gpu_cache_XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    dir = tmpl;
+    cache.emplace("MLPC_CACHE_DIR", dir.string());
+    tuning.emplace("MLPC_GEMM_TUNING", std::nullopt);
+    graphs.emplace("MLPC_CUDA_GRAPH", std::nullopt);
+  }
+  ~TempCache() {
+    cache.reset(), tuning.reset(), graphs.reset();
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  fs::path file() const { return dir / GemmAlgoCache::kFileName; }
+};
+
+const char* epilogue_label(Epilogue e) { return epilogue_name(e); }
+
+// One GEMM y = epilogue(x . w^T [+ r]) with bias b.
+// Buffers: 0 x[M, K] input, 1 w[N, K] param, 2 b[N] param, 3 r[M, N] input, 4 y[M, N] output.
+codegen::Plan epilogue_plan(ir::DType dt, Epilogue e, bool residual, int64_t n, int64_t k) {
+  using codegen::BufferRole;
+  auto buf = [&](std::string name, std::vector<int64_t> dims, BufferRole role) {
+    codegen::Buffer b;
+    b.name = std::move(name);
+    b.type = ir::TensorType{dt, ir::Shape{std::move(dims)}};
+    b.role = role;
+    return b;
+  };
+  codegen::Plan plan;
+  plan.graph_name = "epilogue_test";
+  plan.buffers = {buf("x", {ir::kBatchDim, k}, BufferRole::Input),
+                  buf("w", {n, k}, BufferRole::Param), buf("b", {n}, BufferRole::Param),
+                  buf("r", {ir::kBatchDim, n}, BufferRole::Input),
+                  buf("y", {ir::kBatchDim, n}, BufferRole::Output)};
+  codegen::GemmStep gemm;
+  gemm.name = "gemm_y";
+  gemm.x = 0, gemm.w = 1, gemm.y = 4;
+  gemm.epilogue = e;
+  gemm.bias = e == Epilogue::None ? -1 : 2;
+  gemm.residual = residual ? 3 : -1;
+  gemm.n = n, gemm.k = k;
+  gemm.dtype = dt;
+  gemm.ir_nodes = {"y"};
+  plan.steps = {gemm};
+  plan.inputs = {0, 3};
+  plan.outputs = {4};
+  return plan;
+}
+
+struct EpilogueInputs {
+  HostTensor x, w, b, r;
+};
+
+// Smooth values like nn.Linear's (inputs O(1), weights O(1/sqrt(k))); about half of the
+// pre-activations are negative, so relu and gelu are exercised on both sides.
+EpilogueInputs epilogue_inputs(ir::DType dt, int64_t m, int64_t n, int64_t k, double phase = 0) {
+  const double scale = 1.5 / std::sqrt(static_cast<double>(k));
+  return {make(dt, {m, k}, [&](int64_t i) { return std::sin(0.37 * i + 0.1 + phase); }),
+          make(dt, {n, k}, [&](int64_t i) { return scale * std::cos(0.91 * i + 0.3); }),
+          make(dt, {n}, [](int64_t i) { return 0.5 * std::sin(1.7 * i); }),
+          make(dt, {m, n}, [&](int64_t i) { return std::sin(0.53 * i + 2 * phase); })};
+}
+
+void load(Executor& ex, const EpilogueInputs& in) {
+  ex.set_tensor("x", in.x);
+  ex.set_tensor("w", in.w);
+  ex.set_tensor("b", in.b);
+  ex.set_tensor("r", in.r);
+}
+
+double gelu_tanh(double v) {
+  return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+}
+
+// Half the smallest subnormal: the absolute rounding error near zero.
+double tiny(ir::DType dt) {
+  return dt == ir::DType::F32 ? std::ldexp(1.0, -150)
+         : dt == ir::DType::F16 ? std::ldexp(1.0, -25)
+                                : std::ldexp(1.0, -134);
+}
+
+// y = round(act(x . w^T + r + b)) in fp64: cuBLASLt adds beta.C and the bias to the fp32
+// accumulator and applies the activation before the one rounding to the output type.
+// Tolerance per element:
+//  - the fp32 accumulation, 2 k u32 sum|x w| (loose), and the two fp32 adds (r, b);
+//  - times the activation's slope (relu 1, gelu_tanh < 1.13: 1.2 allowed);
+//  - gelu_tanh evaluated in fp32: 64 u32 (1 + |v|), for the cancellation in 1 + tanh(.) at
+//    negative v (torch's own addmm+gelu test allows atol 1e-5 for fp32, ~170 u32);
+//  - one rounding to the output type, 2 u |y| (a tie decided the other way), plus underflow.
+struct Expected {
+  std::vector<double> y, tol;
+};
+
+Expected epilogue_reference(const EpilogueInputs& in, Epilogue e, bool residual, int64_t m,
+                            int64_t n, int64_t k) {
+  const ir::DType dt = in.x.dtype;
+  const double u = unit_roundoff(dt), u32 = std::ldexp(1.0, -24);
+  Expected out;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0, abs_sum = 0;
+      for (int64_t t = 0; t < k; ++t) {
+        double p = in.x.data[i * k + t] * in.w.data[j * k + t];
+        s += p;
+        abs_sum += std::abs(p);
+      }
+      const double r = residual ? in.r.data[i * n + j] : 0.0;
+      const double b = e == Epilogue::None ? 0.0 : in.b.data[j];
+      const double v = s + r + b;
+      double a = v, slope = 1.0, eval = 0.0;
+      if (e == Epilogue::ReluBias) a = std::max(v, 0.0);
+      if (e == Epilogue::GeluTanhBias) a = gelu_tanh(v), slope = 1.2, eval = 64 * u32 * (1 + std::abs(v));
+      const double y = round_to(dt, a);
+      const double pre = 2 * k * u32 * abs_sum + 4 * u32 * (std::abs(s) + std::abs(r) + std::abs(b));
+      out.y.push_back(y);
+      out.tol.push_back(slope * pre + eval + 2 * u * std::abs(y) + tiny(dt));
+    }
+  return out;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("cuBLASLt epilogues and residuals match the fp64 reference", "[gpu]") {
+  // Every dtype, fp32 included: cublasLt.h puts no dtype restriction on the BIAS, RELU_BIAS and
+  // GELU_BIAS epilogues (the bias takes the output's type), and PyTorch's fp32
+  // addmm-with-activation path uses them. If cuBLASLt offered no algorithm, bind_batch would
+  // throw "cuBLASLt has no algorithm for GEMM gemm_y (f32, ..., epilogue gelu_bias)".
+  TempCache cache;
+  auto dt = GENERATE(ir::DType::BF16, ir::DType::F16, ir::DType::F32);
+  auto e = GENERATE(Epilogue::None, Epilogue::Bias, Epilogue::ReluBias, Epilogue::GeluTanhBias);
+  auto residual = GENERATE(false, true);
+  const int64_t n = 96, k = 160;
+  INFO(ir::dtype_name(dt) << ", epilogue " << epilogue_label(e) << (residual ? " + residual" : ""));
+  codegen::Plan plan = epilogue_plan(dt, e, residual, n, k);
+  Executor ex(plan, {});
+  for (int64_t m : {37, 300}) {
+    INFO("batch " << m);
+    EpilogueInputs in = epilogue_inputs(dt, m, n, k);
+    ex.bind_batch(m);
+    load(ex, in);
+    ex.run();
+    Expected ref = epilogue_reference(in, e, residual, m, n, k);
+    check_close(ex.outputs().at(0), ref.y, ref.tol, false, "y = act(x.w^T + r + b)");
+    ex.run();  // the graph replay
+    check_close(ex.outputs().at(0), ref.y, ref.tol, false, "y, replayed");
+    CHECK(ex.uses_cuda_graph());
+    std::vector<GemmChoice> choices = ex.gemm_choices();
+    REQUIRE(choices.size() == 1);
+    CHECK(choices[0].candidates >= 1);
+  }
+}
+
+TEST_CASE("a CUDA graph replay equals an eager run bit for bit", "[gpu]") {
+  TempCache cache;  // the eager executor tunes; the graphed one loads the same algorithms
+  auto dt = GENERATE(ir::DType::BF16, ir::DType::F32);
+  INFO(ir::dtype_name(dt));
+  const ExecutorOptions eager_opts{.tune_gemms = true, .cuda_graph = false};
+
+  SECTION("one GEMM with gelu_tanh, bias and residual") {
+    const int64_t m = 256, n = 96, k = 160;
+    codegen::Plan plan = epilogue_plan(dt, Epilogue::GeluTanhBias, true, n, k);
+    Executor eager(plan, {}, eager_opts);
+    Executor graphed(plan, {});
+    // New input values the second time: same pointers, so the captured graph sees them.
+    for (double phase : {0.0, 1.0}) {
+      INFO("phase " << phase);
+      EpilogueInputs in = epilogue_inputs(dt, m, n, k, phase);
+      for (Executor* ex : {&eager, &graphed}) {
+        ex->bind_batch(m);
+        load(*ex, in);
+      }
+      eager.run();
+      graphed.run();
+      graphed.run();
+      HostTensor a = eager.outputs().at(0), b = graphed.outputs().at(0);
+      CHECK(a.data == b.data);
+      Expected ref = epilogue_reference(in, Epilogue::GeluTanhBias, true, m, n, k);
+      check_close(b, ref.y, ref.tol, false, "graphed y");
+    }
+    CHECK_FALSE(eager.uses_cuda_graph());
+    CHECK(eager.graph_captures() == 0);
+    CHECK(graphed.uses_cuda_graph());
+    CHECK(graphed.graph_captures() == 1);
+    REQUIRE(eager.gemm_choices().size() == 1);
+    REQUIRE(graphed.gemm_choices().size() == 1);
+    CHECK_FALSE(eager.gemm_choices()[0].from_cache);
+    CHECK(graphed.gemm_choices()[0].from_cache);
+    CHECK(graphed.gemm_choices()[0].heuristic_index == eager.gemm_choices()[0].heuristic_index);
+  }
+
+  SECTION("a GEMM and an NVRTC kernel") {
+    const int64_t m = 200;
+    codegen::Plan plan = linear_plan(dt);
+    Executor eager(plan, compile_kernels(plan), eager_opts);
+    Executor graphed(plan, compile_kernels(plan));
+    Inputs in = smooth(dt, m);
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1)  // new values for x
+        in.x = make(dt, {m, kK}, [](int64_t i) { return std::cos(0.29 * i + 0.7); });
+      for (Executor* ex : {&eager, &graphed}) {
+        ex->bind_batch(m);
+        ex->set_tensor("x", in.x);
+        ex->set_tensor("w", in.w);
+        ex->set_tensor("b", in.b);
+      }
+      eager.run();
+      graphed.run();
+      graphed.run();
+      CHECK(eager.download(3).data == graphed.download(3).data);
+      HostTensor y = graphed.outputs().at(0);
+      CHECK(eager.outputs().at(0).data == y.data);
+      Reference r = reference(in, m);
+      check_close(y, r.y, r.tol_y, false, "graphed y = t + b");
+    }
+    CHECK(graphed.uses_cuda_graph());
+    CHECK(graphed.graph_captures() == 1);
+  }
+}
+
+TEST_CASE("rebinding a batch size seen before reuses its arena and CUDA graph", "[gpu]") {
+  TempCache cache;
+  codegen::Plan plan = linear_plan(ir::DType::BF16);
+  Executor ex(plan, compile_kernels(plan));
+  auto run_at = [&](int64_t m) {
+    INFO("batch " << m);
+    Inputs in = smooth(ir::DType::BF16, m);
+    ex.bind_batch(m);
+    ex.set_tensor("x", in.x);
+    ex.run();
+    Reference r = reference(in, m);
+    check_close(ex.outputs().at(0), r.y, r.tol_y, false, "y");
+  };
+  Inputs params = smooth(ir::DType::BF16, 1);  // w and b do not depend on the batch
+  ex.bind_batch(64);
+  ex.set_tensor("w", params.w);
+  ex.set_tensor("b", params.b);
+  run_at(64);
+  CHECK(ex.uses_cuda_graph());
+  CHECK(ex.graph_captures() == 1);
+  void* x64 = ex.device_ptr(0);
+  void* y64 = ex.device_ptr(4);
+
+  run_at(16);
+  CHECK(ex.graph_captures() == 2);
+  CHECK(ex.bound_batches() == 2);
+
+  ex.bind_batch(64);
+  CHECK(ex.device_ptr(0) == x64);  // the same arena
+  CHECK(ex.device_ptr(4) == y64);
+  CHECK_THROWS_WITH(ex.run(), Contains("input x was not set"));  // inputs are set per switch
+  run_at(64);
+  CHECK(ex.uses_cuda_graph());
+  CHECK(ex.graph_captures() == 2);  // replayed, not captured again
+  CHECK(ex.bound_batches() == 2);
+
+  // More batch sizes than kMaxBatches: the least recently bound arenas (and graphs) go.
+  for (int64_t m = 1; m <= 10; ++m) run_at(m);
+  CHECK(ex.bound_batches() == Executor::kMaxBatches);
+  CHECK(ex.graph_captures() == 12);
+  run_at(64);  // evicted above: a fresh arena and a new capture
+  CHECK(ex.graph_captures() == 13);
+  run_at(10);  // still there
+  CHECK(ex.graph_captures() == 13);
+}
+
+TEST_CASE("GEMM tuning picks a timed candidate; a second executor loads it from disk", "[gpu]") {
+  TempCache cache;
+  const int64_t m = 512, n = 768, k = 768;
+  const ir::DType dt = ir::DType::BF16;
+  codegen::Plan plan = epilogue_plan(dt, Epilogue::GeluTanhBias, false, n, k);
+  EpilogueInputs in = epilogue_inputs(dt, m, n, k);
+  Expected ref = epilogue_reference(in, Epilogue::GeluTanhBias, false, m, n, k);
+  auto run_once = [&](Executor& ex) {
+    ex.bind_batch(m);
+    load(ex, in);
+    ex.run();
+    return ex.outputs().at(0);
+  };
+
+  Executor first(plan, {});
+  CHECK(first.options().tune_gemms);
+  HostTensor y1 = run_once(first);
+  check_close(y1, ref.y, ref.tol, false, "y (tuned)");
+  std::vector<GemmChoice> c1 = first.gemm_choices();
+  REQUIRE(c1.size() == 1);
+  const GemmChoice& t = c1[0];
+  WARN(fmt::format("{}: heuristic #{} of {} candidates, {:.2f} us", t.key, t.heuristic_index,
+                   t.candidates, t.us));
+  CHECK(t.step == "gemm_y");
+  CHECK(t.key.rfind(device_arch() + "|bf16|512x768x768|gelu_bias|res0|cublasLt", 0) == 0);
+  CHECK(t.candidates >= 1);
+  CHECK(t.candidates <= GemmTuner::kMaxCandidates);
+  CHECK(t.heuristic_index >= 0);
+  CHECK(t.heuristic_index < t.candidates);
+  CHECK(t.us > 0);
+  CHECK_FALSE(t.from_cache);
+  REQUIRE(fs::exists(cache.file()));
+  nlohmann::json j = nlohmann::json::parse(read_text(cache.file()));
+  REQUIRE(j["entries"].contains(t.key));
+  CHECK(j["entries"][t.key]["heuristic_index"] == t.heuristic_index);
+
+  Executor second(plan, {});
+  HostTensor y2 = run_once(second);
+  std::vector<GemmChoice> c2 = second.gemm_choices();
+  REQUIRE(c2.size() == 1);
+  CHECK(c2[0].from_cache);
+  CHECK(c2[0].key == t.key);
+  CHECK(c2[0].heuristic_index == t.heuristic_index);
+  CHECK(c2[0].candidates == t.candidates);
+  CHECK(c2[0].us == t.us);
+  CHECK(y2.data == y1.data);  // the same algorithm: the same bits
+
+  SECTION("MLPC_GEMM_TUNING=0 uses heuristic #0 and leaves the cache alone") {
+    EnvVar off("MLPC_GEMM_TUNING", "0");
+    std::string before = read_text(cache.file());
+    Executor plain(plan, {});
+    CHECK_FALSE(plain.options().tune_gemms);
+    HostTensor y = run_once(plain);
+    check_close(y, ref.y, ref.tol, false, "y (heuristic #0)");
+    std::vector<GemmChoice> c = plain.gemm_choices();
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].heuristic_index == 0);
+    CHECK(c[0].candidates == 1);
+    CHECK(c[0].us == 0);
+    CHECK_FALSE(c[0].from_cache);
+    CHECK(read_text(cache.file()) == before);
+  }
+
+  SECTION("a cached algorithm that fails cublasLtMatmulAlgoCheck is tuned again") {
+    GemmAlgoRecord bogus;
+    bogus.algo.fill(~uint64_t{0});
+    bogus.us = 1;
+    bogus.heuristic_index = 0;
+    bogus.candidates = 1;
+    GemmAlgoCache(cache.dir.string()).store(t.key, bogus);
+    Executor third(plan, {});
+    HostTensor y = run_once(third);
+    check_close(y, ref.y, ref.tol, false, "y (re-tuned)");
+    std::vector<GemmChoice> c = third.gemm_choices();
+    REQUIRE(c.size() == 1);
+    CHECK_FALSE(c[0].from_cache);
+    CHECK(c[0].us > 0);
+    auto again = GemmAlgoCache(cache.dir.string()).find(t.key);
+    REQUIRE(again);
+    CHECK(again->algo != bogus.algo);  // the file holds the re-tuned choice
+  }
 }
