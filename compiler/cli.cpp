@@ -57,6 +57,7 @@ struct GraphArgs {
   uint64_t seed = runtime::kDefaultSeed;
   int opt_level = 1;
   bool no_fusion = false;
+  bool no_cuda_graph = false, no_gemm_tuning = false;
 
   void add_to(CLI::App* cmd) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -69,6 +70,17 @@ struct GraphArgs {
                     "0: eager, one kernel per op; 1: pointwise fusion, as torch.compile does "
                     "(default); 2: also GEMM epilogues (bias, relu, gelu_tanh, residual)")
         ->check(CLI::Range(0, 2));
+  }
+
+  // Flags of the GPU executor (run, bench).
+  void add_exec_flags(CLI::App* cmd) {
+    cmd->add_flag("--no-cuda-graph", no_cuda_graph,
+                  "launch kernel by kernel instead of one CUDA graph per forward");
+    cmd->add_flag("--no-gemm-tuning", no_gemm_tuning,
+                  "take cuBLASLt's first heuristic choice instead of timing its candidates");
+  }
+  runtime::ExecutorOptions exec_options() const {
+    return {.tune_gemms = !no_gemm_tuning, .cuda_graph = !no_cuda_graph};
   }
 
   // What to compile. bench compares eager with the level asked for (at least 1).
@@ -157,7 +169,7 @@ int cmd_run(RunArgs& a) {
   }
   if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
   CompiledGraph c = compile(g, a.graph.options());
-  auto outs = run_on_gpu(c, values, a.graph.batch);
+  auto outs = run_on_gpu(c, values, a.graph.batch, a.graph.exec_options());
   print_outputs(outs);
   std::vector<int64_t> rows = sample_rows(a.graph.batch);
   Check check = compare_rows(g, outs, rows, reference_on_rows(g, values, rows));
@@ -175,7 +187,8 @@ struct BenchArgs {
 int cmd_bench(BenchArgs& a) {
   ir::Graph g = a.graph.load();
   if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
-  BenchResult r = bench(g, a.graph.batch, a.graph.seed, a.graph.options());
+  BenchResult r =
+      bench(g, a.graph.batch, a.graph.seed, a.graph.options(), a.graph.exec_options());
   if (a.json)
     fmt::print("{}\n", to_json(r).dump(2));
   else
@@ -221,6 +234,7 @@ int run_cli(int argc, char** argv) {
   RunArgs ra;
   CLI::App* run_cmd = app.add_subcommand("run", "run a graph once and print its outputs");
   ra.graph.add_to(run_cmd);
+  ra.graph.add_exec_flags(run_cmd);
   run_cmd->add_option("--device", ra.device, "cuda, or cpu for the fp64 reference")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   run_cmd->add_flag("--no-fusion", ra.graph.no_fusion, "eager: one kernel per op (-O0)");
@@ -228,6 +242,7 @@ int run_cli(int argc, char** argv) {
   BenchArgs ba;
   CLI::App* bench_cmd = app.add_subcommand("bench", "time eager vs compiled on the GPU");
   ba.graph.add_to(bench_cmd);
+  ba.graph.add_exec_flags(bench_cmd);
   bench_cmd->add_flag("--json", ba.json, "print the result as JSON");
 
   try {

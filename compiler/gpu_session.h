@@ -8,6 +8,7 @@
 
 #include "compiler/check.h"
 #include "compiler/compile.h"
+#include "runtime/executor.h"
 
 namespace mlpc {
 
@@ -16,13 +17,17 @@ void require_gpu();
 
 // One forward of `c` on the GPU with `values`; returns the outputs.
 std::vector<runtime::HostTensor> run_on_gpu(const CompiledGraph& c, const Values& values,
-                                            int64_t batch);
+                                            int64_t batch,
+                                            const runtime::ExecutorOptions& exec = {});
 
 struct ModeResult {
   double median_us = 0, min_us = 0;
   int launches = 0;
-  int64_t activation_bytes = 0;  // inputs, intermediates and outputs on the device
-  double compile_ms = 0;
+  bool cuda_graph = false;
+  int64_t activation_bytes = 0;   // the arena: inputs, intermediates, outputs (reused when dead)
+  double compile_cold_ms = 0;     // compile() with no kernel cache: passes, codegen, NVRTC
+  double compile_warm_ms = 0;     // compile() with every kernel in the on-disk cache
+  std::vector<runtime::GemmChoice> gemms;
   Check check;
 };
 
@@ -33,11 +38,11 @@ struct BenchResult {
   double speedup() const { return eager.median_us / compiled.median_us; }
 };
 
-// Compiles `g` twice (eager and `compiled`), runs both on the same seeded values, checks them
-// against the reference and times them.
-// `compiled` says how the compiled side is built (eager is always fusion off).
+// Eager: fusion off, heuristic GEMMs, no CUDA graph (one launch per op, as PyTorch eager runs).
+// Compiled: `compiled` and `exec` (by default tuned GEMMs and one CUDA graph per forward).
+// Both run on the same seeded values and are checked against the reference, then timed.
 BenchResult bench(const ir::Graph& g, int64_t batch, uint64_t seed,
-                  const CompileOptions& compiled = {});
+                  const CompileOptions& compiled = {}, const runtime::ExecutorOptions& exec = {});
 nlohmann::json to_json(const BenchResult& r);
 std::string to_text(const BenchResult& r);
 

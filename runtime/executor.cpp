@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "codegen/memory_plan.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -216,15 +218,12 @@ void Executor::bind_batch(int64_t batch) {
     if (batches_.size() >= kMaxBatches) evict_one();
     auto b = std::make_unique<Bound>();
     b->batch = batch;
+    // Buffers whose lifetimes do not overlap share arena bytes (codegen/memory_plan.h).
+    codegen::MemoryPlan mem = codegen::plan_memory(plan_, batch);
     b->offsets.assign(plan_.buffers.size(), 0);
-    size_t total = 0;
-    for (size_t i = 0; i < plan_.buffers.size(); ++i) {
-      const codegen::Buffer& buf = plan_.buffers[i];
-      if (buf.role == codegen::BufferRole::Param) continue;
-      b->offsets[i] = align_up(total, kArenaAlign);
-      total = b->offsets[i] + static_cast<size_t>(buf.bytes(batch));
-    }
-    total = align_up(total, kArenaAlign);
+    for (size_t i = 0; i < plan_.buffers.size(); ++i)
+      if (mem.offsets[i] >= 0) b->offsets[i] = static_cast<size_t>(mem.offsets[i]);
+    size_t total = align_up(static_cast<size_t>(mem.arena_bytes), kArenaAlign);
     if (total > 0) MLPC_CUDA(cudaMalloc(&b->arena, total));
     b->bytes = total;
     try {

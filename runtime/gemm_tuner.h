@@ -142,8 +142,8 @@ class GemmTuner {
   const GemmChoice* chosen(const codegen::GemmStep& step, int64_t rows) const;
 
   // Chooses (cache, else timing) and installs the algorithm for step's key unless this tuner
-  // already did. Waits for `stream` first (the operands' producers run there), then times on a
-  // private stream; returns with that stream drained. rows > 0.
+  // already did. Waits for the device first (the operands' producers ran on `stream`), then
+  // times on a private stream; returns with that stream drained. rows > 0.
   GemmChoice tune(const codegen::GemmStep& step, int64_t rows, const GemmOperands& ops,
                   cudaStream_t stream);
   // Records heuristic #0 (already installed by GemmLt::prepare) as the choice: tuning off.

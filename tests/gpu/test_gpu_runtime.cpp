@@ -374,11 +374,14 @@ double tiny(ir::DType dt) {
 // Tolerance per element:
 //  - the fp32 accumulation, 2 k u32 sum|x w| (loose), and the two fp32 adds (r, b);
 //  - times the activation's slope (relu 1, gelu_tanh < 1.13: 1.2 allowed);
-//  - gelu_tanh evaluated in fp32: 64 u32 (1 + |v|), for the cancellation in 1 + tanh(.) at
-//    negative v (torch's own addmm+gelu test allows atol 1e-5 for fp32, ~170 u32);
+//  - for gelu_tanh, the epilogue's own evaluation. cuBLASLt documents no accuracy for it, and
+//    CUTLASS-style epilogues compute tanh with tanh.approx.f32 (MUFU.TANH, relative error about
+//    2^-11 per the PTX ISA): 0.5 |v| 2^-10.9 |tanh(.)| for that, plus 8 u32 (1 + |v|) of fp32
+//    arithmetic. `tol_accurate` instead assumes an fp32-accurate tanh (64 u32 (1 + |v|)); the
+//    test reports how many values exceed it, so the GPU run tells which model holds;
 //  - one rounding to the output type, 2 u |y| (a tie decided the other way), plus underflow.
 struct Expected {
-  std::vector<double> y, tol;
+  std::vector<double> y, tol, tol_accurate;
 };
 
 Expected epilogue_reference(const EpilogueInputs& in, Epilogue e, bool residual, int64_t m,
@@ -397,15 +400,37 @@ Expected epilogue_reference(const EpilogueInputs& in, Epilogue e, bool residual,
       const double r = residual ? in.r.data[i * n + j] : 0.0;
       const double b = e == Epilogue::None ? 0.0 : in.b.data[j];
       const double v = s + r + b;
-      double a = v, slope = 1.0, eval = 0.0;
+      double a = v, slope = 1.0, eval = 0.0, eval_accurate = 0.0;
       if (e == Epilogue::ReluBias) a = std::max(v, 0.0);
-      if (e == Epilogue::GeluTanhBias) a = gelu_tanh(v), slope = 1.2, eval = 64 * u32 * (1 + std::abs(v));
+      if (e == Epilogue::GeluTanhBias) {
+        a = gelu_tanh(v);
+        slope = 1.2;
+        const double th = std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v));
+        eval = 0.5 * std::abs(v) * std::exp2(-10.9) * std::abs(th) + 8 * u32 * (1 + std::abs(v));
+        eval_accurate = 64 * u32 * (1 + std::abs(v));
+      }
       const double y = round_to(dt, a);
       const double pre = 2 * k * u32 * abs_sum + 4 * u32 * (std::abs(s) + std::abs(r) + std::abs(b));
+      const double rest = slope * pre + 2 * u * std::abs(y) + tiny(dt);
       out.y.push_back(y);
-      out.tol.push_back(slope * pre + eval + 2 * u * std::abs(y) + tiny(dt));
+      out.tol.push_back(rest + eval);
+      out.tol_accurate.push_back(rest + eval_accurate);
     }
   return out;
+}
+
+// For gelu_tanh: how many values miss the fp32-accurate-tanh tolerance (informational).
+void report_gelu_accuracy(const HostTensor& got, const Expected& ref, const std::string& what) {
+  int over = 0;
+  double worst = 0;
+  for (size_t i = 0; i < ref.y.size() && i < got.data.size(); ++i) {
+    double ratio = std::abs(got.data[i] - ref.y[i]) / ref.tol_accurate[i];
+    worst = std::max(worst, ratio);
+    over += ratio > 1;
+  }
+  WARN(fmt::format("{}: cuBLASLt GELU epilogue vs an fp32-accurate tanh: {} of {} values outside "
+                   "(worst ratio {:.3g})",
+                   what, over, ref.y.size(), worst));
 }
 
 std::string read_text(const fs::path& p) {
@@ -435,7 +460,11 @@ TEST_CASE("cuBLASLt epilogues and residuals match the fp64 reference", "[gpu]") 
     load(ex, in);
     ex.run();
     Expected ref = epilogue_reference(in, e, residual, m, n, k);
-    check_close(ex.outputs().at(0), ref.y, ref.tol, false, "y = act(x.w^T + r + b)");
+    HostTensor y = ex.outputs().at(0);
+    check_close(y, ref.y, ref.tol, false, "y = act(x.w^T + r + b)");
+    if (e == Epilogue::GeluTanhBias)
+      report_gelu_accuracy(y, ref, fmt::format("{}{} batch {}", ir::dtype_name(dt),
+                                               residual ? " + residual" : "", m));
     ex.run();  // the graph replay
     check_close(ex.outputs().at(0), ref.y, ref.tol, false, "y, replayed");
     CHECK(ex.uses_cuda_graph());
