@@ -369,6 +369,9 @@ void Executor::capture(Bound& b) {
 void Executor::run(cudaStream_t stream) {
   if (batch_ < 0) throw Error(fmt::format("cannot run {}: call bind_batch first", plan_.graph_name));
   Bound& b = *cur_;
+  // Inputs are set per switch of batch size, even when the launches are already resolved.
+  for (int i : plan_.inputs)
+    if (!set_[i]) throw Error(fmt::format("input {} was not set", plan_.buffers[i].name));
   if (!b.launches_valid) resolve_launches(b);
   bool done = false;  // this call's forward was enqueued already
   if (!b.chosen) {

@@ -1,15 +1,19 @@
 #include "runtime/tolerance.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mlpc::runtime {
 
-Tolerance tolerance_for(ir::DType dtype, int64_t max_k) {
+Tolerance tolerance_for(ir::DType dtype, int64_t max_k, int depth) {
   const double accumulate = 4.0 * std::sqrt(static_cast<double>(max_k)) * 0x1.0p-24;
+  auto make = [&](double torch_rtol, double u) {
+    return Tolerance{std::max(torch_rtol, depth * u), 8 * u + accumulate};
+  };
   switch (dtype) {
-    case ir::DType::F32: return {1.3e-6, 8 * 0x1.0p-24 + accumulate};
-    case ir::DType::F16: return {1e-3, 8 * 0x1.0p-11 + accumulate};
-    case ir::DType::BF16: return {1.6e-2, 8 * 0x1.0p-8 + accumulate};
+    case ir::DType::F32: return make(1.3e-6, 0x1.0p-24);
+    case ir::DType::F16: return make(1e-3, 0x1.0p-11);
+    case ir::DType::BF16: return make(1.6e-2, 0x1.0p-8);
   }
   return {};
 }

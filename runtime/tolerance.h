@@ -3,7 +3,9 @@
 //   |got - ref| <= atol + rtol * |ref|,  atol = floor * rms(ref)
 //
 // rtol is torch.testing's per-dtype default (f32 1.3e-6, bf16 1.6e-2, f16 1e-3): the error of
-// rounding a single result. Whole graphs add two effects that scale with the size of the values
+// rounding a single result. A chain of `depth` ops stored one after another in the dtype (eager
+// writes every intermediate) can carry up to depth roundings of u each, so rtol is at least
+// depth * u (u = 2^-24 f32, 2^-11 f16, 2^-8 bf16). Whole graphs add two effects that scale with the size of the values
 // summed, not with |ref| (which can be near zero for any element), so they form the absolute
 // floor, in units of rms(ref):
 //  - each GEMM accumulates in fp32: about sqrt(K) roundings of 2^-24 (4 sigma allowed);
@@ -24,8 +26,9 @@ struct Tolerance {
   double floor = 0.0;  // atol in units of rms(ref)
 };
 
-// `max_k`: the largest GEMM reduction length in the graph (0 when there is none).
-Tolerance tolerance_for(ir::DType dtype, int64_t max_k);
+// `max_k`: the largest GEMM reduction length in the graph (0 when there is none); `depth`: the
+// most ops on any path from an input to an output.
+Tolerance tolerance_for(ir::DType dtype, int64_t max_k, int depth = 1);
 
 struct Comparison {
   double max_abs_err = 0.0;
