@@ -54,15 +54,22 @@ std::string check_arch(const std::string& arch) {
 struct GraphArgs {
   std::string sample, file, dtype;
   int64_t batch = 0;  // 0: the sample's default
+  std::vector<int64_t> batches;  // bench: several sizes, "--batch 1,16,256"
   uint64_t seed = runtime::kDefaultSeed;
   int opt_level = 1;
   bool no_fusion = false;
   bool no_cuda_graph = false, no_gemm_tuning = false;
 
-  void add_to(CLI::App* cmd) {
+  void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
     cmd->add_option("file", file, "a .mlp file");
-    cmd->add_option("--batch", batch, "the batch size M")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+    const auto batch_range = CLI::Range(int64_t{1}, int64_t{1} << 24);
+    if (several_batches)
+      cmd->add_option("--batch", batches, "batch sizes M, e.g. 1,16,256 (one compile for all)")
+          ->delimiter(',')
+          ->check(batch_range);
+    else
+      cmd->add_option("--batch", batch, "the batch size M")->check(batch_range);
     cmd->add_option("--dtype", dtype, "run the graph in this dtype")
         ->check(CLI::IsMember({"f32", "f16", "bf16"}));
     cmd->add_option("--seed", seed, "seed of the random weights and inputs");
@@ -94,7 +101,9 @@ struct GraphArgs {
       throw Error("give either --sample NAME or a FILE.mlp, not both");
     if (sample.empty() && file.empty()) throw Error("give either --sample NAME or a FILE.mlp");
     ir::Graph g = sample.empty() ? ir::parse_file(file) : make_sample(sample);
+    if (!batches.empty()) batch = batches.front();
     if (batch == 0) batch = sample.empty() ? kFileDefaultBatch : sample_info(sample).default_batch;
+    if (batches.empty()) batches = {batch};
     if (!dtype.empty()) g = with_dtype(g, *ir::parse_dtype(dtype));
     return g;
   }
@@ -187,13 +196,23 @@ struct BenchArgs {
 int cmd_bench(BenchArgs& a) {
   ir::Graph g = a.graph.load();
   if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
-  BenchResult r =
-      bench(g, a.graph.batch, a.graph.seed, a.graph.options(), a.graph.exec_options());
+  std::vector<BenchResult> results =
+      bench(g, a.graph.batches, a.graph.seed, a.graph.options(), a.graph.exec_options());
+  bool ok = true;
+  nlohmann::json all = nlohmann::json::array();
+  for (const BenchResult& r : results) {
+    ok = ok && r.eager.check.ok && r.compiled.check.ok;
+    if (a.json)
+      all.push_back(to_json(r));
+    else
+      fmt::print("{}", to_text(r));
+  }
+  // One batch: the result object itself; several: {"graph", "results": [one per batch]}.
   if (a.json)
-    fmt::print("{}\n", to_json(r).dump(2));
-  else
-    fmt::print("{}", to_text(r));
-  return r.eager.check.ok && r.compiled.check.ok ? 0 : 1;
+    fmt::print("{}\n", (all.size() == 1 ? all[0]
+                                       : nlohmann::json{{"graph", g.name}, {"results", all}})
+                           .dump(2));
+  return ok ? 0 : 1;
 }
 
 // The main job on the built-in default: the GeGLU sample, compiled and shown; benched on a GPU.
@@ -241,7 +260,7 @@ int run_cli(int argc, char** argv) {
 
   BenchArgs ba;
   CLI::App* bench_cmd = app.add_subcommand("bench", "time eager vs compiled on the GPU");
-  ba.graph.add_to(bench_cmd);
+  ba.graph.add_to(bench_cmd, /*several_batches=*/true);
   ba.graph.add_exec_flags(bench_cmd);
   bench_cmd->add_flag("--json", ba.json, "print the result as JSON");
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "compiler/report.h"
 #include "ir/error.h"
 #include "runtime/device.h"
 #include "runtime/timing.h"
@@ -11,7 +12,7 @@
 namespace mlpc {
 namespace {
 
-std::unique_ptr<runtime::Executor> load(const CompiledGraph& c, const Values& values,
+std::unique_ptr<runtime::Executor> load_executor(const CompiledGraph& c, const Values& values,
                                         int64_t batch, const runtime::ExecutorOptions& options) {
   auto exec = std::make_unique<runtime::Executor>(c.plan, c.cubins, options);
   exec->bind_batch(batch);
@@ -27,30 +28,53 @@ double wall_ms(const std::function<void()>& f) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-ModeResult measure(const ir::Graph& g, const CompileOptions& options,
-                   const runtime::ExecutorOptions& exec_options, const Values& values,
-                   int64_t batch, const std::vector<int64_t>& rows,
-                   const std::vector<runtime::HostTensor>& reference) {
-  ModeResult m;
+// One mode (eager or compiled): compiled once, then run at every batch size by one executor,
+// which keeps an arena and a CUDA graph per batch; NVRTC never runs again for a new batch.
+std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& options,
+                                const runtime::ExecutorOptions& exec_options,
+                                const std::vector<int64_t>& batches, uint64_t seed) {
   CompileOptions cold = options;
   cold.use_cache = false;
-  m.compile_cold_ms = wall_ms([&] { compile(g, cold); });
+  double cold_ms = wall_ms([&] { compile(g, cold); });
   compile(g, options);  // fills the cache if it was empty
   CompiledGraph c;
-  m.compile_warm_ms = wall_ms([&] { c = compile(g, options); });
+  double warm_ms = wall_ms([&] { c = compile(g, options); });
 
-  auto exec = load(c, values, batch, exec_options);
-  exec->run();  // the first forward at a batch tunes GEMMs and captures the graph
-  exec->run();  // so this one is what timing replays
-  m.check = compare_rows(g, exec->outputs(), rows, reference);
-  runtime::Timing t = runtime::time_forward(*exec);
-  m.median_us = t.median_us;
-  m.min_us = t.min_us;
-  m.launches = c.plan.launches();
-  m.cuda_graph = exec->uses_cuda_graph();
-  m.activation_bytes = static_cast<int64_t>(exec->arena_bytes());
-  m.gemms = exec->gemm_choices();
-  return m;
+  runtime::Executor exec(c.plan, c.cubins, exec_options);
+  std::vector<ModeResult> results;
+  for (int64_t batch : batches) {
+    ModeResult& m = results.emplace_back();
+    m.compile_cold_ms = cold_ms;
+    m.compile_warm_ms = warm_ms;
+    Values values = random_values(g, batch, seed);
+    std::vector<int64_t> rows = sample_rows(batch);
+    exec.bind_batch(batch);
+    for (const codegen::Buffer& b : c.plan.buffers)
+      if (b.role == codegen::BufferRole::Input || b.role == codegen::BufferRole::Param)
+        exec.set_tensor(b.name, values.at(b.name));
+    exec.run();  // the first forward at a batch tunes GEMMs and captures the graph
+    exec.run();  // so this one is what timing replays
+    m.check = compare_rows(g, exec.outputs(), rows, reference_on_rows(g, values, rows));
+    runtime::Timing t = runtime::time_forward(exec);
+    m.median_us = t.median_us;
+    m.min_us = t.min_us;
+    m.launches = c.plan.launches();
+    m.cuda_graph = exec.uses_cuda_graph();
+    m.activation_bytes = static_cast<int64_t>(exec.arena_bytes());
+    m.gemms = exec.gemm_choices();
+    std::vector<double> us = exec.time_steps();
+    nlohmann::json kernels = plan_json(c, batch)["kernels"];
+    m.steps = nlohmann::json::array();
+    for (size_t i = 0; i < us.size() && i < kernels.size(); ++i) {
+      nlohmann::json s = {{"name", kernels[i]["name"]}, {"kind", kernels[i]["kind"]},
+                          {"us", us[i]}, {"bytes", kernels[i]["bytes"]},
+                          {"gbps", kernels[i]["bytes"].get<double>() / (us[i] * 1e3)}};
+      if (kernels[i].contains("flops"))
+        s["tflops"] = kernels[i]["flops"].get<double>() / (us[i] * 1e6);
+      m.steps.push_back(std::move(s));
+    }
+  }
+  return results;
 }
 
 }  // namespace
@@ -62,26 +86,30 @@ void require_gpu() {
 std::vector<runtime::HostTensor> run_on_gpu(const CompiledGraph& c, const Values& values,
                                             int64_t batch, const runtime::ExecutorOptions& exec) {
   require_gpu();
-  auto e = load(c, values, batch, exec);
+  auto e = load_executor(c, values, batch, exec);
   e->run();
   return e->outputs();
 }
 
-BenchResult bench(const ir::Graph& g, int64_t batch, uint64_t seed,
-                  const CompileOptions& compiled, const runtime::ExecutorOptions& exec) {
+std::vector<BenchResult> bench(const ir::Graph& g, const std::vector<int64_t>& batches,
+                               uint64_t seed, const CompileOptions& compiled,
+                               const runtime::ExecutorOptions& exec) {
   require_gpu();
-  BenchResult r;
-  r.graph = g.name;
-  r.batch = batch;
-  r.dtype = std::string(ir::dtype_name(g.node(g.outputs()[0]).type.dtype));
-  r.device = runtime::device_info().name;
-  Values values = random_values(g, batch, seed);
-  std::vector<int64_t> rows = sample_rows(batch);
-  std::vector<runtime::HostTensor> reference = reference_on_rows(g, values, rows);
-  r.eager = measure(g, {.fusion = false, .arch = compiled.arch},
-                    {.tune_gemms = false, .cuda_graph = false}, values, batch, rows, reference);
-  r.compiled = measure(g, compiled, exec, values, batch, rows, reference);
-  return r;
+  std::vector<ModeResult> eager = measure(g, {.fusion = false, .arch = compiled.arch},
+                                          {.tune_gemms = false, .cuda_graph = false}, batches,
+                                          seed);
+  std::vector<ModeResult> fused = measure(g, compiled, exec, batches, seed);
+  std::vector<BenchResult> out;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    BenchResult& r = out.emplace_back();
+    r.graph = g.name;
+    r.batch = batches[i];
+    r.dtype = std::string(ir::dtype_name(g.node(g.outputs()[0]).type.dtype));
+    r.device = runtime::device_info().name;
+    r.eager = std::move(eager[i]);
+    r.compiled = std::move(fused[i]);
+  }
+  return out;
 }
 
 nlohmann::json to_json(const BenchResult& r) {
@@ -101,7 +129,8 @@ nlohmann::json to_json(const BenchResult& r) {
                           {"activation_bytes", m.activation_bytes},
                           {"compile_cold_ms", m.compile_cold_ms},
                           {"compile_warm_ms", m.compile_warm_ms},
-                          {"gemms", gemms}};
+                          {"gemms", gemms},
+                          {"steps", m.steps}};
   };
   return {{"graph", r.graph},   {"batch", r.batch},         {"dtype", r.dtype},
           {"device", r.device}, {"modes", {{"eager", mode(r.eager)}, {"compiled", mode(r.compiled)}}},
@@ -121,6 +150,15 @@ std::string to_text(const BenchResult& r) {
                        m->activation_bytes / 1e6, m->compile_cold_ms, m->compile_warm_ms);
   out += fmt::format("  speedup (eager / compiled): {:.3f}x  (compile_ms: cold / warm cache)\n",
                      r.speedup());
+  for (auto [name, m] : {std::pair{"eager", &r.eager}, std::pair{"compiled", &r.compiled}}) {
+    out += fmt::format("  {} steps, each alone on the GPU:\n", name);
+    for (const auto& s : m->steps)
+      out += fmt::format("    {:<34} {:>9.1f} us {:>8.0f} GB/s{}\n", s["name"].get<std::string>(),
+                         s["us"].get<double>(), s["gbps"].get<double>(),
+                         s.contains("tflops") ? fmt::format(" {:>6.1f} TFLOP/s",
+                                                            s["tflops"].get<double>())
+                                              : "");
+  }
   return out;
 }
 

@@ -28,6 +28,7 @@ struct ModeResult {
   double compile_cold_ms = 0;     // compile() with no kernel cache: passes, codegen, NVRTC
   double compile_warm_ms = 0;     // compile() with every kernel in the on-disk cache
   std::vector<runtime::GemmChoice> gemms;
+  nlohmann::json steps;  // per launch: name, kind, GPU µs alone, bytes, GB/s (or TFLOP/s)
   Check check;
 };
 
@@ -40,9 +41,11 @@ struct BenchResult {
 
 // Eager: fusion off, heuristic GEMMs, no CUDA graph (one launch per op, as PyTorch eager runs).
 // Compiled: `compiled` and `exec` (by default tuned GEMMs and one CUDA graph per forward).
-// Both run on the same seeded values and are checked against the reference, then timed.
-BenchResult bench(const ir::Graph& g, int64_t batch, uint64_t seed,
-                  const CompileOptions& compiled = {}, const runtime::ExecutorOptions& exec = {});
+// Each is compiled once and run at every batch size, on the same seeded values, checked against
+// the reference and timed. One result per batch size.
+std::vector<BenchResult> bench(const ir::Graph& g, const std::vector<int64_t>& batches,
+                               uint64_t seed, const CompileOptions& compiled = {},
+                               const runtime::ExecutorOptions& exec = {});
 nlohmann::json to_json(const BenchResult& r);
 std::string to_text(const BenchResult& r);
 

@@ -313,23 +313,48 @@ void Executor::resolve_launches(Bound& b) {
   b.launches_valid = true;
 }
 
+void Executor::enqueue_one(Launch& l, cudaStream_t stream) {
+  if (l.gemm) {
+    if (l.rows > 0) gemm_.run(*l.gemm, l.rows, l.ops, stream);
+  } else if (l.n > 0) {
+    MLPC_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(l.kernel), dim3(l.dims.grid),
+                               dim3(l.dims.block), l.args.data(), 0, stream));
+    MLPC_CUDA(cudaGetLastError());
+  }
+}
+
 void Executor::enqueue(Bound& b, cudaStream_t stream, bool choose) {
   for (Launch& l : b.launches) {
-    if (l.gemm) {
-      if (l.rows == 0) continue;
-      if (choose && !tuner_.chosen(*l.gemm, l.rows)) {
-        if (options_.tune_gemms)
-          tuner_.tune(*l.gemm, l.rows, l.ops, stream);
-        else
-          tuner_.untuned(*l.gemm, l.rows);
-      }
-      gemm_.run(*l.gemm, l.rows, l.ops, stream);
-    } else if (l.n > 0) {
-      MLPC_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(l.kernel), dim3(l.dims.grid),
-                                 dim3(l.dims.block), l.args.data(), 0, stream));
-      MLPC_CUDA(cudaGetLastError());
+    if (choose && l.gemm && l.rows > 0 && !tuner_.chosen(*l.gemm, l.rows)) {
+      if (options_.tune_gemms)
+        tuner_.tune(*l.gemm, l.rows, l.ops, stream);
+      else
+        tuner_.untuned(*l.gemm, l.rows);
     }
+    enqueue_one(l, stream);
   }
+}
+
+std::vector<double> Executor::time_steps(int reps) {
+  run();  // resolves launches and chooses GEMM algorithms first
+  Bound& b = *cur_;
+  cudaEvent_t start, stop;
+  MLPC_CUDA(cudaEventCreate(&start));
+  MLPC_CUDA(cudaEventCreate(&stop));
+  std::vector<double> us;
+  for (Launch& l : b.launches) {
+    enqueue_one(l, nullptr);  // warm
+    MLPC_CUDA(cudaEventRecord(start, nullptr));
+    for (int r = 0; r < reps; ++r) enqueue_one(l, nullptr);
+    MLPC_CUDA(cudaEventRecord(stop, nullptr));
+    MLPC_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    MLPC_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    us.push_back(ms * 1e3 / reps);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return us;
 }
 
 void Executor::capture(Bound& b) {

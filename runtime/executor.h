@@ -70,6 +70,10 @@ class Executor {
   // run). False before that, with cuda_graph off, or after a capture failed (then run() stays
   // eager, after one warning on stderr).
   bool uses_cuda_graph() const;
+  // GPU time of each step alone (µs, in plan order), from `reps` back-to-back launches between
+  // CUDA events on the default stream; runs one forward first. Inputs come from the last run,
+  // so each step sees real values.
+  std::vector<double> time_steps(int reps = 20);
   int graph_captures() const { return captures_; }  // graphs captured so far, all batch sizes
   size_t bound_batches() const { return batches_.size(); }  // arenas kept (<= kMaxBatches)
 
@@ -82,6 +86,7 @@ class Executor {
   struct Bound;   // one batch size: arena, launches, graph
   void resolve_launches(Bound& b);
   void enqueue(Bound& b, cudaStream_t stream, bool tune);
+  void enqueue_one(Launch& l, cudaStream_t stream);
   void capture(Bound& b);
   void evict_one();
   std::vector<int64_t> bound_dims(int buffer_index) const;
