@@ -146,8 +146,8 @@ void print_compile(const ir::Graph& g, const CompiledGraph& c, const CompileArgs
   if (a.graph.options().fusion)
     fmt::print("// fusion decisions\n{}\n", c.pipeline.fusion.to_string());
   fmt::print("{}", plan_text(c, a.graph.batch));
-  fmt::print("NVRTC: {} kernel{} for {} in {:.1f} ms\n", c.cubins.size(),
-             c.cubins.size() == 1 ? "" : "s", c.arch, c.nvrtc_ms);
+  fmt::print("kernels for {}: {} built by NVRTC in {:.1f} ms, {} from the on-disk cache\n",
+             c.arch, c.cache_misses, c.nvrtc_ms, c.cache_hits);
 }
 
 int cmd_compile(CompileArgs& a) {
