@@ -1,5 +1,7 @@
 #include "runtime/gemm_tuner.h"
 
+#include "runtime/atomic_file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -36,24 +38,6 @@ namespace {
 
 constexpr const char* kFormat = "mlpc-gemm-algos-v1";
 constexpr uintmax_t kMaxFileBytes = uintmax_t{64} << 20;  // anything larger is not ours
-
-std::string unique_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  thread_local std::mt19937_64 rng{std::random_device{}() ^
-                                   static_cast<uint64_t>(
-                                       std::chrono::steady_clock::now().time_since_epoch().count())};
-  return fmt::format("{}.{:016x}{:x}", static_cast<long>(::getpid()), rng(), counter++);
-}
-
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t r = ::write(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r, n -= static_cast<size_t>(r);
-  }
-  return true;
-}
 
 // One record from its JSON object; nullopt on any wrong type or out-of-range value.
 std::optional<GemmAlgoRecord> record_from_json(const nlohmann::json& e) {
@@ -243,22 +227,8 @@ void GemmAlgoCache::store(const std::string& key, const GemmAlgoRecord& record) 
   for (const auto& [k, r] : records_) merged.insert_or_assign(k, r);
   const std::string text = gemm_records_to_json(merged).dump(2) + "\n";
 
-  namespace fs = std::filesystem;
-  const std::string dir = fs::path(path_).parent_path().string();
-  const std::string tmp = dir + "/." + kFileName + "." + unique_suffix() + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    detail::gemm_cache_warn_once(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-    return;
-  }
-  bool ok = write_all(fd, text.data(), text.size());
-  int err = ok ? 0 : errno;
-  if (::close(fd) != 0 && ok) ok = false, err = errno;
-  if (ok && ::rename(tmp.c_str(), path_.c_str()) != 0) ok = false, err = errno;
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    detail::gemm_cache_warn_once(fmt::format("cannot write {}: {}", path_, std::strerror(err)));
-  }
+  std::string err = write_file_atomically(path_, {text});
+  if (!err.empty()) detail::gemm_cache_warn_once(err);
 }
 
 // ---- the tuner (GPU) ----------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "runtime/kernel_cache.h"
 
+#include "runtime/atomic_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -158,24 +160,6 @@ bool read_all(int fd, char* p, size_t n) {
   return true;
 }
 
-bool write_all(int fd, const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t r = ::write(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r, n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-std::string unique_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  thread_local std::mt19937_64 rng{std::random_device{}() ^
-                                   static_cast<uint64_t>(
-                                       std::chrono::steady_clock::now().time_since_epoch().count())};
-  return fmt::format("{}.{:016x}{:x}", static_cast<long>(::getpid()), rng(), counter++);
-}
-
 }  // namespace
 
 namespace detail {
@@ -271,25 +255,14 @@ std::optional<std::vector<char>> KernelCache::load(const std::string& key) {
 
 void KernelCache::store(const std::string& key, const std::vector<char>& cubin) {
   if (!enabled_ || !valid_key(key) || cubin.empty()) return;
-  std::string tmp = dir_ + "/." + key + "." + unique_suffix() + ".tmp";
   char header[kHeaderSize];
   std::memcpy(header, kMagic, 8);
   put_u64(header + 8, cubin.size());
   put_u64(header + 16, checksum(cubin.data(), cubin.size()));
-
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    detail::warn_once(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-    return;
-  }
-  bool ok = write_all(fd, header, kHeaderSize) && write_all(fd, cubin.data(), cubin.size());
-  int err = ok ? 0 : errno;
-  if (::close(fd) != 0 && ok) ok = false, err = errno;
-  if (ok && ::rename(tmp.c_str(), entry_path(key).c_str()) != 0) ok = false, err = errno;
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    detail::warn_once(fmt::format("cannot write {}: {}", entry_path(key), std::strerror(err)));
-  }
+  std::string err = write_file_atomically(
+      entry_path(key), {std::string_view(header, kHeaderSize),
+                        std::string_view(cubin.data(), cubin.size())});
+  if (!err.empty()) detail::warn_once(err);
 }
 
 }  // namespace mlpc::runtime

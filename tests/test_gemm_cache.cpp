@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+
+#include "scoped_env.h"
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -22,28 +24,7 @@ using namespace mlpc::runtime;
 
 namespace {
 
-class EnvVar {
- public:
-  EnvVar(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  EnvVar(const EnvVar&) = delete;
-  EnvVar& operator=(const EnvVar&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using mlpc::test::ScopedEnv;
 
 struct ScratchDir {
   fs::path path;
@@ -61,7 +42,7 @@ struct ScratchDir {
 // A fresh cache root in MLPC_CACHE_DIR, for one test.
 struct FreshRoot {
   ScratchDir tmp;
-  EnvVar dir{"MLPC_CACHE_DIR", tmp.path.string()};
+  ScopedEnv dir{"MLPC_CACHE_DIR", tmp.path.string()};
   fs::path file() const { return tmp.path / GemmAlgoCache::kFileName; }
 };
 
@@ -139,14 +120,14 @@ TEST_CASE("GEMM tuning keys name every field", "[cache]") {
 
 TEST_CASE("MLPC_GEMM_TUNING=0 turns tuning off", "[cache]") {
   {
-    EnvVar off("MLPC_GEMM_TUNING", "0");
+    ScopedEnv off("MLPC_GEMM_TUNING", "0");
     CHECK(gemm_tuning_disabled_by_env());
   }
   for (const char* v : {"1", ""}) {
-    EnvVar on("MLPC_GEMM_TUNING", std::string(v));
+    ScopedEnv on("MLPC_GEMM_TUNING", std::string(v));
     CHECK_FALSE(gemm_tuning_disabled_by_env());
   }
-  EnvVar unset("MLPC_GEMM_TUNING", std::nullopt);
+  ScopedEnv unset("MLPC_GEMM_TUNING", std::nullopt);
   CHECK_FALSE(gemm_tuning_disabled_by_env());
 }
 

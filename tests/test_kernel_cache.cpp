@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+
+#include "scoped_env.h"
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -30,28 +32,7 @@ using runtime::kernel_cache_key;
 namespace {
 
 // Sets (or unsets, with nullopt) an environment variable and restores its old value on exit.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using mlpc::test::ScopedEnv;
 
 struct TempDir {
   fs::path path;

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+
+#include "../scoped_env.h"
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -259,34 +261,13 @@ namespace {
 namespace fs = std::filesystem;
 using codegen::Epilogue;
 
-class EnvVar {
- public:
-  EnvVar(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~EnvVar() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-  EnvVar(const EnvVar&) = delete;
-  EnvVar& operator=(const EnvVar&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using mlpc::test::ScopedEnv;
 
 // Tuning results of one test go to a fresh MLPC_CACHE_DIR, never to the user's cache; tuning
 // and graphs are on whatever the environment says.
 struct TempCache {
   fs::path dir;
-  std::optional<EnvVar> cache, tuning, graphs;
+  std::optional<ScopedEnv> cache, tuning, graphs;
   TempCache() {
     std::string tmpl = (fs::temp_directory_path() / "mlpc_gpu_cache_XXXXXX").string();
     REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
@@ -635,7 +616,7 @@ TEST_CASE("GEMM tuning picks a timed candidate; a second executor loads it from 
   CHECK(y2.data == y1.data);  // the same algorithm: the same bits
 
   SECTION("MLPC_GEMM_TUNING=0 uses heuristic #0 and leaves the cache alone") {
-    EnvVar off("MLPC_GEMM_TUNING", "0");
+    ScopedEnv off("MLPC_GEMM_TUNING", "0");
     std::string before = read_text(cache.file());
     Executor plain(plan, {});
     CHECK_FALSE(plain.options().tune_gemms);
