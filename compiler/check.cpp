@@ -1,7 +1,10 @@
 #include "compiler/check.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "ir/error.h"
 #include "runtime/random_init.h"
 #include "runtime/reference.h"
 
@@ -12,6 +15,17 @@ Values random_values(const ir::Graph& g, int64_t batch, uint64_t seed) {
   for (ir::NodeId id : g.inputs()) v[g.node(id).name] = runtime::random_input(g, id, batch, seed);
   for (ir::NodeId id : g.params()) v[g.node(id).name] = runtime::random_param(g, id, seed);
   return v;
+}
+
+void check_reference_fits(const ir::Graph& g, int64_t batch, int64_t limit_bytes) {
+  double bytes = 0;
+  for (const ir::Node& n : g.nodes)
+    if (n.op != ir::Op::Return) bytes += 8.0 * static_cast<double>(n.type.shape.numel(batch));
+  if (bytes > static_cast<double>(limit_bytes))
+    throw Error(fmt::format("the fp64 reference of @{} at batch {} needs {:.1f} GiB of host "
+                            "memory (the limit is {:.0f} GiB): use a smaller --batch",
+                            g.name, batch, bytes / (1 << 30),
+                            static_cast<double>(limit_bytes) / (1 << 30)));
 }
 
 std::vector<int64_t> sample_rows(int64_t batch, int64_t max_rows) {

@@ -17,6 +17,11 @@ using Values = std::map<std::string, runtime::HostTensor>;  // inputs and params
 // Seeded inputs (at `batch`) and params for every source of `g`.
 Values random_values(const ir::Graph& g, int64_t batch, uint64_t seed);
 
+// The fp64 reference holds every value of the graph on the host: refuse (mlpc::Error) a batch
+// whose values would take more than `limit_bytes`, instead of being killed for memory.
+void check_reference_fits(const ir::Graph& g, int64_t batch,
+                          int64_t limit_bytes = int64_t{8} << 30);
+
 // Up to `max_rows` rows spread over the batch, first and last included.
 std::vector<int64_t> sample_rows(int64_t batch, int64_t max_rows = 64);
 

@@ -171,6 +171,7 @@ struct RunArgs {
 
 int cmd_run(RunArgs& a) {
   ir::Graph g = a.graph.load();
+  if (a.device == "cpu") check_reference_fits(g, a.graph.batch);
   Values values = random_values(g, a.graph.batch, a.graph.seed);
   if (a.device == "cpu") {
     print_outputs(runtime::reference_forward(g, values));

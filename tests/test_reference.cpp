@@ -144,3 +144,14 @@ TEST_CASE("tolerances: per dtype, growing with the GEMM length; NaN never passes
   CHECK_FALSE(runtime::compare(nan, ref, fp32).ok);
   CHECK(runtime::compare(ref, ref, fp32).ok);
 }
+
+TEST_CASE("a reference run too large for host memory is refused up front", "[reference]") {
+  ir::Graph g = ir::parse(R"(
+func @f(%x: f32[M, 4096]) -> f32[M, 4096] {
+  %y = relu %x : f32[M, 4096]
+  return %y
+})", "f.mlp");
+  CHECK_NOTHROW(check_reference_fits(g, 1024));
+  CHECK_THROWS_WITH(check_reference_fits(g, 1 << 24),
+                    Catch::Contains("the fp64 reference of @f at batch 16777216 needs 1024.0 GiB"));
+}
