@@ -134,7 +134,7 @@ struct CompileArgs {
   bool json = false, print_ir_after_all = false;
 };
 
-void print_compile(const ir::Graph& g, const CompiledGraph& c, const CompileArgs& a) {
+void print_compile(const CompiledGraph& c, const CompileArgs& a) {
   if (a.json) {
     fmt::print("{}\n", plan_json(c, a.graph.batch).dump(2));
     return;
@@ -160,7 +160,7 @@ int cmd_compile(CompileArgs& a) {
       fmt::print(stderr, "// IR after {}{}\n{}\n", r.pass, r.changed ? "" : " (unchanged)",
                  r.changed ? r.ir : "");
   if (!a.dump_dir.empty()) write_dump(a.dump_dir, c, a.graph.batch);
-  print_compile(g, c, a);
+  print_compile(c, a);
   return 0;
 }
 

@@ -12,14 +12,13 @@
 namespace mlpc {
 namespace {
 
-std::unique_ptr<runtime::Executor> load_executor(const CompiledGraph& c, const Values& values,
-                                        int64_t batch, const runtime::ExecutorOptions& options) {
-  auto exec = std::make_unique<runtime::Executor>(c.plan, c.cubins, options);
-  exec->bind_batch(batch);
-  for (const codegen::Buffer& b : c.plan.buffers)
+// Binds `batch` and uploads every input and param of the plan.
+void bind_values(runtime::Executor& exec, const codegen::Plan& plan, const Values& values,
+          int64_t batch) {
+  exec.bind_batch(batch);
+  for (const codegen::Buffer& b : plan.buffers)
     if (b.role == codegen::BufferRole::Input || b.role == codegen::BufferRole::Param)
-      exec->set_tensor(b.name, values.at(b.name));
-  return exec;
+      exec.set_tensor(b.name, values.at(b.name));
 }
 
 double wall_ms(const std::function<void()>& f) {
@@ -48,10 +47,7 @@ std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& option
     m.compile_warm_ms = warm_ms;
     Values values = random_values(g, batch, seed);
     std::vector<int64_t> rows = sample_rows(batch);
-    exec.bind_batch(batch);
-    for (const codegen::Buffer& b : c.plan.buffers)
-      if (b.role == codegen::BufferRole::Input || b.role == codegen::BufferRole::Param)
-        exec.set_tensor(b.name, values.at(b.name));
+    bind_values(exec, c.plan, values, batch);
     exec.run();  // the first forward at a batch tunes GEMMs and captures the graph
     exec.run();  // so this one is what timing replays
     m.check = compare_rows(g, exec.outputs(), rows, reference_on_rows(g, values, rows));
@@ -86,9 +82,10 @@ void require_gpu() {
 std::vector<runtime::HostTensor> run_on_gpu(const CompiledGraph& c, const Values& values,
                                             int64_t batch, const runtime::ExecutorOptions& exec) {
   require_gpu();
-  auto e = load_executor(c, values, batch, exec);
-  e->run();
-  return e->outputs();
+  runtime::Executor e(c.plan, c.cubins, exec);
+  bind_values(e, c.plan, values, batch);
+  e.run();
+  return e.outputs();
 }
 
 std::vector<BenchResult> bench(const ir::Graph& g, const std::vector<int64_t>& batches,
