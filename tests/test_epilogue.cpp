@@ -38,7 +38,7 @@ func @f(%x: bf16[M, 32]) -> bf16[M, 64] {
     })"));
 }
 
-TEST_CASE("gelu_tanh rides the GELU epilogue; exact gelu does not", "[epilogue]") {
+TEST_CASE("gelu_tanh rides the GELU epilogue but exact gelu does not", "[epilogue]") {
   passes::FusionReport report;
   std::string got = after(R"(
 func @f(%x: f32[M, 32]) -> (f32[M, 64], f32[M, 64]) {
@@ -100,7 +100,7 @@ TEST_CASE("a GEMM whose product has two users keeps it", "[epilogue]") {
   CHECK_FALSE(changed);
 }
 
-TEST_CASE("-O2 plans: linear is one launch, mlp3 keeps exact GELU in 5", "[epilogue]") {
+TEST_CASE("plans at -O2: linear is one launch, mlp3 keeps exact GELU in 5", "[epilogue]") {
   CompiledGraph linear =
       compile(make_sample("linear"), {.epilogues = true, .build_kernels = false});
   CHECK(linear.plan.launches() == 1);

@@ -149,7 +149,7 @@ TEST_CASE("algo words round-trip through hex", "[cache]") {
   CHECK_FALSE(algo_from_hex(""));
 }
 
-TEST_CASE("GEMM records round-trip through JSON; malformed documents are rejected", "[cache]") {
+TEST_CASE("GEMM records round-trip through JSON and malformed documents are rejected", "[cache]") {
   GemmAlgoRecords records{{gemm_tuning_key(blog_gemm()), record(1, 48.75, 3, 8)},
                           {"sm_90|f32|64x256x256|relu_bias|res1|cublasLt13.1.0", record(2, 3.5, 0, 1)}};
   nlohmann::json j = gemm_records_to_json(records);

@@ -133,7 +133,7 @@ func @f(%x: f32[M, 8]) -> f32[M, 4] {
   CHECK_FALSE(compare_rows(g, full, rows, some).ok);
 }
 
-TEST_CASE("tolerances: per dtype, growing with the GEMM length; NaN never passes", "[reference]") {
+TEST_CASE("tolerances: per dtype, growing with the GEMM length, and NaN never passes", "[reference]") {
   auto bf16 = runtime::tolerance_for(ir::DType::BF16, 768);
   auto fp32 = runtime::tolerance_for(ir::DType::F32, 4096);
   CHECK(bf16.rtol == 1.6e-2);

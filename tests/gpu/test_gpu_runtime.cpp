@@ -568,7 +568,7 @@ TEST_CASE("rebinding a batch size seen before reuses its arena and CUDA graph", 
   CHECK(ex.graph_captures() == 13);
 }
 
-TEST_CASE("GEMM tuning picks a timed candidate; a second executor loads it from disk", "[gpu]") {
+TEST_CASE("GEMM tuning picks a timed candidate and a second executor loads it from disk", "[gpu]") {
   TempCache cache;
   const int64_t m = 512, n = 768, k = 768;
   const ir::DType dt = ir::DType::BF16;

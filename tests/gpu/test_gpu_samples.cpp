@@ -88,7 +88,7 @@ func @chain(%x: {0}[M, 3072], %u: {0}[M, 3072]) -> {0}[M, 3072] {{
   }
 }
 
-TEST_CASE("-O2 plans (epilogues) and CUDA-graph replays match the reference", "[gpu]") {
+TEST_CASE("plans at -O2 (epilogues) and CUDA-graph replays match the reference", "[gpu]") {
   for (const SampleInfo& s : samples()) {
     INFO(s.name);
     ir::Graph g = make_sample(s.name);
