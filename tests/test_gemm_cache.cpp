@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "scoped_env.h"
+#include "scratch_dir.h"
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -26,18 +27,7 @@ namespace {
 
 using mlpc::test::ScopedEnv;
 
-struct ScratchDir {
-  fs::path path;
-  ScratchDir() {
-    std::string tmpl = (fs::temp_directory_path() / "mlpc_gcache_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using mlpc::test::ScratchDir;
 
 // A fresh cache root in MLPC_CACHE_DIR, for one test.
 struct FreshRoot {

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "scoped_env.h"
+#include "scratch_dir.h"
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -34,22 +35,11 @@ namespace {
 // Sets (or unsets, with nullopt) an environment variable and restores its old value on exit.
 using mlpc::test::ScopedEnv;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "mlpc_kcache_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using mlpc::test::ScratchDir;
 
 // A fresh, empty cache root in MLPC_CACHE_DIR with the cache switched on, for one test.
 struct FreshCache {
-  TempDir tmp;
+  ScratchDir tmp;
   ScopedEnv dir{"MLPC_CACHE_DIR", tmp.path.string()};
   ScopedEnv off{"MLPC_NO_KERNEL_CACHE", std::nullopt};
   fs::path kernels() const { return tmp.path / "kernels"; }
@@ -121,7 +111,7 @@ TEST_CASE("kernel cache keys change with source, options, arch and NVRTC version
 }
 
 TEST_CASE("cache_dir follows MLPC_CACHE_DIR, then XDG_CACHE_HOME, then HOME", "[cache]") {
-  TempDir tmp;
+  ScratchDir tmp;
   ScopedEnv home("HOME", (tmp.path / "home").string());
   {
     ScopedEnv mlpc("MLPC_CACHE_DIR", (tmp.path / "explicit" / "deep").string());
@@ -223,7 +213,7 @@ TEST_CASE("corrupt cache entries are detected, ignored and rebuilt", "[cache]") 
 }
 
 TEST_CASE("a cache entry is replaced atomically under concurrent stores", "[cache]") {
-  TempDir tmp;
+  ScratchDir tmp;
   KernelCache cache(tmp.path.string());
   REQUIRE(cache.enabled());
   const std::string key = kernel_cache_key("src", "opts", "sm_90", "13.0");
@@ -250,7 +240,7 @@ TEST_CASE("a cache entry is replaced atomically under concurrent stores", "[cach
 }
 
 TEST_CASE("an unusable cache directory never fails a compile", "[cache]") {
-  TempDir tmp;
+  ScratchDir tmp;
   write_bytes(tmp.path / "a_file", "not a directory");
   ScopedEnv off("MLPC_NO_KERNEL_CACHE", std::nullopt);
   ScopedEnv dir("MLPC_CACHE_DIR", (tmp.path / "a_file" / "cache").string());

@@ -49,15 +49,20 @@ extern "C" __global__ void {name}(const {T}* in0, const {T}* in1, {T}* out, long
                      fmt::arg("load", load), fmt::arg("store", store));
 }
 
+codegen::Buffer make_buffer(std::string name, ir::DType dt, std::vector<int64_t> dims,
+                            codegen::BufferRole role) {
+  codegen::Buffer b;
+  b.name = std::move(name);
+  b.type = ir::TensorType{dt, ir::Shape{std::move(dims)}};
+  b.role = role;
+  return b;
+}
+
 // Buffers: 0 x[M, 64] input, 1 w[48, 64] param, 2 b[48] param, 3 t[M, 48], 4 y[M, 48] output.
 codegen::Plan linear_plan(ir::DType dt) {
   using codegen::BufferRole;
   auto buf = [&](std::string name, std::vector<int64_t> dims, BufferRole role) {
-    codegen::Buffer b;
-    b.name = std::move(name);
-    b.type = ir::TensorType{dt, ir::Shape{std::move(dims)}};
-    b.role = role;
-    return b;
+    return make_buffer(std::move(name), dt, std::move(dims), role);
   };
   codegen::Plan plan;
   plan.graph_name = "linear_test";
@@ -291,11 +296,7 @@ const char* epilogue_label(Epilogue e) { return epilogue_name(e); }
 codegen::Plan epilogue_plan(ir::DType dt, Epilogue e, bool residual, int64_t n, int64_t k) {
   using codegen::BufferRole;
   auto buf = [&](std::string name, std::vector<int64_t> dims, BufferRole role) {
-    codegen::Buffer b;
-    b.name = std::move(name);
-    b.type = ir::TensorType{dt, ir::Shape{std::move(dims)}};
-    b.role = role;
-    return b;
+    return make_buffer(std::move(name), dt, std::move(dims), role);
   };
   codegen::Plan plan;
   plan.graph_name = "epilogue_test";
