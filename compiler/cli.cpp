@@ -90,9 +90,9 @@ struct GraphArgs {
     return {.tune_gemms = !no_gemm_tuning, .cuda_graph = !no_cuda_graph};
   }
 
-  // What to compile. bench compares eager with the level asked for (at least 1).
-  CompileOptions options(bool fused = true) const {
-    bool fusion = fused && !no_fusion && opt_level >= 1;
+  // What to compile at the level asked for (bench compares it with eager).
+  CompileOptions options() const {
+    bool fusion = !no_fusion && opt_level >= 1;
     return {.fusion = fusion, .epilogues = fusion && opt_level >= 2};
   }
 
@@ -140,10 +140,10 @@ void print_compile(const CompiledGraph& c, const CompileArgs& a) {
     return;
   }
   fmt::print("// IR before the passes\n{}\n", c.pipeline.input_ir);
-  fmt::print("// IR after the passes ({})\n{}\n",
-             a.graph.options().fusion ? "fused" : "eager: one kernel per op",
+  const bool fused = a.graph.options().fusion;
+  fmt::print("// IR after the passes ({})\n{}\n", fused ? "fused" : "eager: one kernel per op",
              ir::print(c.pipeline.graph));
-  if (a.graph.options().fusion)
+  if (fused)
     fmt::print("// fusion decisions\n{}\n", c.pipeline.fusion.to_string());
   fmt::print("{}", plan_text(c, a.graph.batch));
   fmt::print("kernels for {}: {} built by NVRTC in {:.1f} ms, {} from the on-disk cache\n",
