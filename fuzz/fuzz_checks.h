@@ -1,0 +1,110 @@
+// The properties the fuzz targets check, header-only so the normal test suite replays kept crash
+// inputs (tests/test_fuzz_regressions.cpp) through exactly the code the fuzzers run.
+//
+// Contract of every check: bad input may be rejected only by an mlpc::Error with a one-line
+// message; anything else (another exception, an abort, a sanitizer report) is a bug. A broken
+// property throws std::logic_error, which libFuzzer reports as a crash and Catch as a failure.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "codegen/memory_plan.h"
+#include "codegen/plan_builder.h"
+#include "ir/error.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/pipeline.h"
+
+namespace mlpc::fuzz {
+
+inline constexpr std::string_view kFuzzFile = "fuzz.mlp";
+
+[[noreturn]] inline void broken(const std::string& what) {
+  throw std::logic_error("fuzz check failed: " + what);
+}
+
+// A clean rejection: one line that names the input file.
+inline void check_rejection(const Error& e, std::string_view file) {
+  std::string_view msg = e.what();
+  if (msg.find('\n') != std::string_view::npos) broken(std::string("error message spans lines: ") + e.what());
+  if (msg.substr(0, file.size()) != file)
+    broken("error message does not start with the file name: " + std::string(msg));
+}
+
+// Parses TEXT; nullopt-like false when it is (cleanly) rejected.
+inline bool parse_or_reject(std::string_view text, ir::Graph& out) {
+  try {
+    out = ir::parse(text, kFuzzFile);
+    return true;
+  } catch (const Error& e) {
+    check_rejection(e, kFuzzFile);
+    return false;
+  }
+}
+
+// print(parse(print(g))) == print(g): the text form loses nothing, and what the printer writes
+// the parser reads back (it verifies too).
+inline void check_round_trip(const ir::Graph& g, std::string_view what) {
+  std::string printed = ir::print(g);
+  ir::Graph again;
+  try {
+    again = ir::parse(printed, "printed.mlp");
+  } catch (const Error& e) {
+    broken(std::string(what) + ": printed IR does not parse back: " + e.what());
+  }
+  if (ir::print(again) != printed) broken(std::string(what) + ": printed IR changes when re-parsed");
+}
+
+// fuzz_parser: text -> parse (which verifies) -> verify -> print -> parse -> print.
+inline void check_parser(std::string_view text) {
+  ir::Graph g;
+  if (!parse_or_reject(text, g)) return;
+  ir::verify(g);  // parse() promises a verified graph: an Error here escapes as a bug
+  check_round_trip(g, "parsed graph");
+}
+
+// fuzz_pipeline: a graph that parses goes through the pass pipeline at every fusion setting (the
+// pipeline verifies after every pass that changes the graph) and through codegen and the memory
+// planner. Past the parser nothing may throw, not even an mlpc::Error. NVRTC is left out: too
+// slow for fuzzing (the CPU tests compile every sample's kernels).
+inline void check_pipeline(std::string_view text) {
+  ir::Graph g;
+  if (!parse_or_reject(text, g)) return;
+  // Eager, fused, and fused with every optional pass forced one way or the other.
+  auto merge_all = [](const passes::GemmMergeCandidate&) {
+    return passes::GemmMergeDecision{true, "fuzz: merge every candidate"};
+  };
+  auto fold_none = [](const passes::EpilogueCandidate&) {
+    return passes::EpilogueDecision{false, "fuzz: fold nothing"};
+  };
+  const passes::PipelineOptions settings[] = {
+      {.fusion = false, .epilogues = false},
+      {.fusion = true, .epilogues = false},
+      {.fusion = true, .epilogues = true},
+      {.fusion = true, .epilogues = true, .merge_gemms = merge_all},
+      {.fusion = true, .epilogues = true, .merge_gemms = merge_all, .epilogue_decider = fold_none},
+  };
+  for (const passes::PipelineOptions& o : settings) {
+    passes::PipelineResult r;
+    codegen::Plan plan;
+    try {
+      r = passes::run_pipeline(g, o);
+      ir::verify(r.graph);
+      plan = codegen::build_plan(r.graph);
+    } catch (const Error& e) {
+      broken(std::string("a verified graph failed in the passes or codegen: ") + e.what());
+    }
+    check_round_trip(r.graph, "graph after the passes");
+    // The smallest batch and the largest one the CLI takes (--batch <= 2^24).
+    for (int64_t batch : {int64_t{1}, int64_t{1} << 24}) {
+      codegen::MemoryPlan m = codegen::plan_memory(plan, batch);
+      if (m.arena_bytes < 0 || m.arena_bytes > m.unshared_bytes)
+        broken("memory plan arena is negative or larger than no sharing at all");
+    }
+  }
+}
+
+}  // namespace mlpc::fuzz
