@@ -1,0 +1,421 @@
+#include "codegen/reduction_kernel.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "codegen/cuda_ops.h"
+#include "ir/error.h"
+#include "ir/row_space.h"
+
+namespace mlpc::codegen {
+namespace {
+
+using ir::Node;
+using ir::NodeId;
+
+// A C identifier for an IR value: names may hold '.' or start with a digit.
+std::string var(const std::string& ir_name) {
+  std::string s = "v_";
+  for (char c : ir_name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+std::string describe(const ir::Graph& body, const Node& n) {
+  std::string s = fmt::format("%{} = {}", n.name, ir::op_name(n.op));
+  for (size_t i = 0; i < n.operands.size(); ++i)
+    s += fmt::format("{} %{}", i ? "," : "", body.node(n.operands[i]).name);
+  if (ir::has_scalar(n.op)) s += fmt::format(", {}", n.scalar);
+  return s;
+}
+
+constexpr std::string_view kPrelude = R"(#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+__device__ __forceinline__ float mlpc_to_float(float x) { return x; }
+__device__ __forceinline__ float mlpc_to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float mlpc_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ void mlpc_from_float(float x, float* out) { *out = x; }
+__device__ __forceinline__ void mlpc_from_float(float x, __half* out) { *out = __float2half_rn(x); }
+__device__ __forceinline__ void mlpc_from_float(float x, __nv_bfloat16* out) {
+  *out = __float2bfloat16_rn(x);
+}
+
+// N consecutive elements: 16-byte accesses when N elements fill whole 16-byte chunks (p is then
+// 16-byte aligned: rows and row vectors start at multiples of 16 bytes), else one at a time.
+template <int N, typename T>
+__device__ __forceinline__ void mlpc_load(const T* __restrict__ p, float* v) {
+  constexpr int kPerChunk = 16 / sizeof(T);
+  if (N % kPerChunk == 0) {
+#pragma unroll
+    for (int c = 0; c < N / kPerChunk; ++c) {
+      const uint4 raw = reinterpret_cast<const uint4*>(p)[c];
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < kPerChunk; ++j) v[c * kPerChunk + j] = mlpc_to_float(e[j]);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = mlpc_to_float(p[j]);
+  }
+}
+template <int N, typename T>
+__device__ __forceinline__ void mlpc_store(T* __restrict__ p, const float* v) {
+  constexpr int kPerChunk = 16 / sizeof(T);
+  if (N % kPerChunk == 0) {
+#pragma unroll
+    for (int c = 0; c < N / kPerChunk; ++c) {
+      uint4 raw;
+      T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < kPerChunk; ++j) mlpc_from_float(v[c * kPerChunk + j], &e[j]);
+      reinterpret_cast<uint4*>(p)[c] = raw;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) mlpc_from_float(v[j], &p[j]);
+  }
+}
+
+// Butterfly combines: every lane ends with the same total (a + b == b + a, step by step).
+__device__ __forceinline__ float mlpc_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float mlpc_warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+)";
+
+// A block-wide combine over kWarps warps through shared memory; every thread gets the total.
+constexpr std::string_view kBlockCombine = R"(
+template <int kWarps>
+__device__ __forceinline__ float mlpc_block_sum(float v, float* smem) {
+  v = mlpc_warp_sum(v);
+  if ((threadIdx.x & 31) == 0) smem[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = smem[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) t += smem[w];
+  __syncthreads();  // smem is written again by the next combine
+  return t;
+}
+template <int kWarps>
+__device__ __forceinline__ float mlpc_block_max(float v, float* smem) {
+  v = mlpc_warp_max(v);
+  if ((threadIdx.x & 31) == 0) smem[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = smem[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) t = fmaxf(t, smem[w]);
+  __syncthreads();
+  return t;
+}
+)";
+
+// Registers per thread a cached input may take (floats); more and the row is re-read per pass.
+constexpr int kMaxCachedFloats = 32;
+
+class RowKernel {
+ public:
+  RowKernel(const ir::Graph& g, const Node& fused)
+      : g_(g), fused_(fused), body_(*fused.body), element_(body_.size(), false) {}
+
+  KernelStep run();
+
+ private:
+  bool element(NodeId id) const { return element_[id.index]; }
+  std::string load_expr(size_t input) const {
+    return shape_.cached ? fmt::format("x{}[j][k]", input) : fmt::format("x{}[k]", input);
+  }
+  std::set<uint32_t> cone(NodeId target) const;
+  void emit_chunk_loop(const std::set<uint32_t>& cone, const std::string& per_element,
+                       const std::string& before, const std::string& after);
+  std::string elements(const std::set<uint32_t>& cone) const;
+
+  const ir::Graph& g_;
+  const Node& fused_;
+  const ir::Graph& body_;
+  ir::RowSpace space_;
+  std::vector<NodeId> ins_;
+  std::vector<ir::RowRole> in_role_;
+  std::vector<bool> element_;  // per body node: varies along the row (else one value per row)
+  std::vector<int> input_of_;  // per body node: its input index, or -1
+  RowShape shape_;
+  int vec_ = 1;
+  std::string src_;
+};
+
+// The element-level nodes `target` needs (itself included when element-level), stopping at
+// per-row values, which are computed once per row before.
+std::set<uint32_t> RowKernel::cone(NodeId target) const {
+  std::set<uint32_t> out;
+  std::vector<NodeId> todo{target};
+  while (!todo.empty()) {
+    NodeId id = todo.back();
+    todo.pop_back();
+    if (!element(id) || !out.insert(id.index).second) continue;
+    for (NodeId o : body_.node(id).operands) todo.push_back(o);
+  }
+  return out;
+}
+
+// The fp32 statements computing `cone` for element k of chunk j, in program order.
+std::string RowKernel::elements(const std::set<uint32_t>& cone) const {
+  std::string s;
+  for (uint32_t i : cone) {
+    const Node& n = body_.nodes[i];
+    if (n.op == ir::Op::Input) {
+      s += fmt::format("        const float {} = {};\n", var(n.name), load_expr(input_of_[i]));
+      continue;
+    }
+    std::vector<std::string> args;
+    for (NodeId o : n.operands) args.push_back(var(body_.node(o).name));
+    s += fmt::format("        const float {} = {};\n", var(n.name), cuda_expr(n, args));
+  }
+  return s;
+}
+
+// One pass over the row: for each chunk this thread owns, `before` (once per chunk), then for
+// each of its kVec elements the cone's statements and `per_element`, then `after`.
+void RowKernel::emit_chunk_loop(const std::set<uint32_t>& cone, const std::string& per_element,
+                                const std::string& before, const std::string& after) {
+  src_ += shape_.cached ? "#pragma unroll\n" : "";
+  src_ += "    for (int j = 0; j < kChunks; ++j) {\n"
+          "      const int col = (j * kThreadsPerRow + lane) * kVec;\n"
+          "      if (col < kRowLen) {  // the last chunk of a row can be partial\n";
+  if (!shape_.cached)
+    for (uint32_t i : cone)
+      if (input_of_[i] >= 0)
+        src_ += fmt::format("      float x{0}[kVec];\n      mlpc_load<kVec>(row{0} + col, x{0});\n",
+                            input_of_[i]);
+  src_ += before;
+  src_ += "#pragma unroll\n      for (int k = 0; k < kVec; ++k) {\n";
+  src_ += elements(cone);
+  src_ += per_element;
+  src_ += "      }\n";
+  src_ += after;
+  src_ += "      }\n    }\n";
+}
+
+KernelStep RowKernel::run() {
+  std::optional<ir::RowSpace> space = ir::row_space_of(body_);
+  MLPC_ASSERT(space && ir::row_space_error(body_).empty(),
+              fmt::format("fused.reduction @{} is not a row kernel", fused_.symbol));
+  space_ = *space;
+  const int64_t n_row = space_.row_len;
+  if (n_row >= (int64_t{1} << 31))
+    throw Error(fmt::format("node %{}: rows of {} elements are too long for a row kernel "
+                            "(the limit is 2^31)", fused_.name, n_row));
+  const std::string bs = g_.batch_symbol;
+
+  // Which values vary along the row: inputs by shape, reductions never, pointwise ops when an
+  // operand does.
+  ins_ = body_.inputs();
+  input_of_.assign(body_.size(), -1);
+  size_t min_size = 4;
+  std::set<ir::DType> dtypes{fused_.type.dtype};
+  for (size_t i = 0; i < ins_.size(); ++i) {
+    const ir::TensorType& t = body_.node(ins_[i]).type;
+    ir::RowRole r = *space_.role(t.shape);
+    in_role_.push_back(r);
+    input_of_[ins_[i].index] = static_cast<int>(i);
+    element_[ins_[i].index] = r != ir::RowRole::PerRow;
+    dtypes.insert(t.dtype);
+    if (element_[ins_[i].index]) min_size = std::min(min_size, ir::dtype_size(t.dtype));
+  }
+  for (const Node& n : body_.nodes) {
+    if (n.op == ir::Op::Input || n.op == ir::Op::Return || ir::is_reduction(n.op)) continue;
+    for (NodeId o : n.operands)
+      if (element(o)) element_[body_.id_of(n).index] = true;
+  }
+  const NodeId out = body_.outputs()[0];
+  const bool out_element = element(out);
+  if (out_element) min_size = std::min(min_size, ir::dtype_size(fused_.type.dtype));
+  vec_ = static_cast<int>(16 / min_size);
+  if (n_row % vec_ != 0) vec_ = 1;  // a vector would straddle two rows
+  shape_ = choose_row_shape(n_row, vec_);
+
+  KernelStep k;
+  k.name = fused_.symbol;
+  k.row_len = n_row;
+  k.vec = vec_;
+  k.threads_per_row = shape_.threads_per_row;
+  k.rows_per_block = shape_.rows_per_block;
+  k.out_row_len = out_element ? n_row : 1;
+
+  // Header: what this kernel fuses, in IR terms.
+  bool block = shape_.threads_per_row > 32;
+  src_ = fmt::format("// {}: generated by mlpc from @{}.\n// {} per row of {} (row length {}); "
+                     "fuses:\n", k.name, g_.name, block ? "One block" : "One warp",
+                     ir::to_string(space_.full, bs), n_row);
+  for (const Node& n : body_.nodes) {
+    if (n.op == ir::Op::Input || n.op == ir::Op::Return) continue;
+    src_ += "//   " + describe(body_, n) + "\n";
+    k.ops.emplace_back(ir::op_name(n.op));
+    k.ir_nodes.push_back(n.name);
+  }
+  std::vector<std::string> reads;
+  const char* role_names[] = {"", " (row vector)", " (per row)"};
+  for (size_t i = 0; i < ins_.size(); ++i)
+    reads.push_back(fmt::format(
+        "%{} {}{}", body_.node(ins_[i]).name, ir::to_string(body_.node(ins_[i]).type, bs),
+        in_role_[i] == ir::RowRole::RowVector ? role_names[1]
+        : in_role_[i] == ir::RowRole::PerRow  ? role_names[2]
+                                              : role_names[0]));
+  src_ += fmt::format("// Reads {}; writes %{} {}.\n", fmt::join(reads, ", "), fused_.name,
+                      ir::to_string(fused_.type, bs));
+  src_ += fmt::format("// {} vectors of {} per thread per row{}.\n", shape_.chunks, vec_,
+                      shape_.cached ? ", kept in registers across passes"
+                                    : ", re-read in every pass (too long for registers)");
+  src_ += kPrelude;
+  if (block) src_ += kBlockCombine;
+  std::set<ir::Op> helpers_done;
+  for (const Node& n : body_.nodes)
+    if (!cuda_helper(n.op).empty() && helpers_done.insert(n.op).second)
+      src_ += "\n" + std::string(cuda_helper(n.op));
+
+  // Signature, constants, the loop over this thread's rows.
+  std::vector<std::string> sig;
+  for (size_t i = 0; i < ins_.size(); ++i)
+    sig.push_back(fmt::format("    const {}* __restrict__ in{},  // %{}",
+                              cuda_type(body_.node(ins_[i]).type.dtype), i,
+                              body_.node(ins_[i]).name));
+  sig.push_back(fmt::format("    {}* __restrict__ out,  // %{}", cuda_type(fused_.type.dtype),
+                            fused_.name));
+  sig.push_back("    long long n) {");
+  const int threads = shape_.threads_per_row * shape_.rows_per_block;
+  src_ += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(\n{}\n", threads,
+                      k.name, fmt::join(sig, "\n"));
+  src_ += fmt::format(
+      "  constexpr int kRowLen = {};\n  constexpr int kVec = {};\n"
+      "  constexpr int kThreadsPerRow = {};\n  constexpr int kRowsPerBlock = {};\n"
+      "  constexpr int kChunks = {};  // vectors per thread per row\n"
+      "  const long long rows = n / {};\n",
+      n_row, vec_, shape_.threads_per_row, shape_.rows_per_block, shape_.chunks, k.out_row_len);
+  if (block)
+    src_ += "  __shared__ float smem[kThreadsPerRow / 32];\n"
+            "  const int lane = threadIdx.x;\n  const int slot = 0;\n";
+  else
+    src_ += "  const int lane = threadIdx.x & 31;\n  const int slot = threadIdx.x >> 5;\n";
+  src_ += "  for (long long row = (long long)blockIdx.x * kRowsPerBlock + slot; row < rows;\n"
+          "       row += (long long)gridDim.x * kRowsPerBlock) {\n";
+  for (size_t i = 0; i < ins_.size(); ++i) {
+    const std::string& name = body_.node(ins_[i]).name;
+    switch (in_role_[i]) {
+      case ir::RowRole::Full:
+        src_ += fmt::format("    const auto* __restrict__ row{0} = in{0} + row * kRowLen;\n", i);
+        break;
+      case ir::RowRole::RowVector:
+        src_ += fmt::format("    const auto* __restrict__ row{0} = in{0};\n", i);
+        break;
+      case ir::RowRole::PerRow:
+        src_ += fmt::format("    const float {} = mlpc_to_float(in{}[row]);\n", var(name), i);
+        break;
+    }
+  }
+  if (shape_.cached) {
+    src_ += "    // The row, loaded once.\n";
+    for (size_t i = 0; i < ins_.size(); ++i)
+      if (in_role_[i] != ir::RowRole::PerRow)
+        src_ += fmt::format("    float x{}[kChunks][kVec];\n", i);
+    src_ += "#pragma unroll\n    for (int j = 0; j < kChunks; ++j) {\n"
+            "      const int col = (j * kThreadsPerRow + lane) * kVec;\n"
+            "      if (col < kRowLen) {\n";
+    for (size_t i = 0; i < ins_.size(); ++i)
+      if (in_role_[i] != ir::RowRole::PerRow)
+        src_ += fmt::format("        mlpc_load<kVec>(row{0} + col, x{0}[j]);\n", i);
+    src_ += "      }\n    }\n";
+  }
+
+  // Per-row values in program order: each reduction is a pass over the row; the pointwise ops
+  // on per-row values follow as soon as their operands are known.
+  std::vector<bool> done(body_.size(), false);
+  for (NodeId i : ins_) done[i.index] = true;
+  auto emit_ready_row_values = [&] {
+    for (const Node& n : body_.nodes) {
+      uint32_t i = body_.id_of(n).index;
+      if (done[i] || element_[i] || n.op == ir::Op::Return || ir::is_reduction(n.op)) continue;
+      bool ready = std::all_of(n.operands.begin(), n.operands.end(),
+                               [&](NodeId o) { return done[o.index]; });
+      if (!ready) continue;
+      std::vector<std::string> args;
+      for (NodeId o : n.operands) args.push_back(var(body_.node(o).name));
+      src_ += fmt::format("    const float {} = {};  // per row\n", var(n.name),
+                          cuda_expr(n, args));
+      done[i] = true;
+    }
+  };
+  emit_ready_row_values();
+  int pass = 0;
+  for (const Node& n : body_.nodes) {
+    if (!ir::is_reduction(n.op)) continue;
+    const bool is_max = n.op == ir::Op::ReduceMax;
+    const std::string acc = fmt::format("acc{}", pass++);
+    const NodeId operand = n.operands[0];
+    src_ += fmt::format("    // Pass {}: %{} = {} %{}, fp32 accumulation.\n", pass, n.name,
+                        ir::op_name(n.op), body_.node(operand).name);
+    src_ += fmt::format("    float {} = {};\n", acc,
+                        is_max ? "__int_as_float(0xff800000);  // -inf" : "0.0f");
+    std::string fold = is_max ? fmt::format("        {0} = fmaxf({0}, {1});\n", acc,
+                                            var(body_.node(operand).name))
+                              : fmt::format("        {0} += {1};\n", acc,
+                                            var(body_.node(operand).name));
+    emit_chunk_loop(cone(operand), fold, "", "");
+    std::string combine = block ? fmt::format("mlpc_block_{}<kThreadsPerRow / 32>({}, smem)",
+                                              is_max ? "max" : "sum", acc)
+                                : fmt::format("mlpc_warp_{}({})", is_max ? "max" : "sum", acc);
+    if (n.op == ir::Op::ReduceMean) combine += " * (1.0f / kRowLen)";
+    src_ += fmt::format("    const float {} = {};\n", var(n.name), combine);
+    done[body_.id_of(n).index] = true;
+    emit_ready_row_values();
+  }
+
+  // The output: a row written back, or one value per row.
+  if (out_element) {
+    src_ += fmt::format("    // The output row.\n"
+                        "    {}* __restrict__ out_row = out + row * kRowLen;\n",
+                        cuda_type(fused_.type.dtype));
+    emit_chunk_loop(cone(out), fmt::format("        y[k] = {};\n", var(body_.node(out).name)),
+                    "      float y[kVec];\n", "      mlpc_store<kVec>(out_row + col, y);\n");
+  } else {
+    src_ += fmt::format("    if (lane == 0) mlpc_from_float({}, &out[row]);\n",
+                        var(body_.node(out).name));
+  }
+  src_ += "  }\n}\n";
+  k.source = std::move(src_);
+  return k;
+}
+
+}  // namespace
+
+RowShape choose_row_shape(int64_t row_len, int vec) {
+  RowShape s;
+  const int64_t vectors = (row_len + vec - 1) / vec;
+  constexpr int64_t kTargetChunks = 4;  // 16-byte loads in flight per thread
+  if (vectors <= 32 * kTargetChunks) {
+    // A warp per row, eight rows to a block: no shared memory, no block barrier.
+    s.threads_per_row = 32;
+    s.rows_per_block = 8;
+  } else {
+    int64_t t = 64;
+    while (t < 1024 && t * kTargetChunks < vectors) t *= 2;
+    s.threads_per_row = static_cast<int>(t);
+    s.rows_per_block = 1;
+  }
+  s.chunks = static_cast<int>((vectors + s.threads_per_row - 1) / s.threads_per_row);
+  s.cached = s.chunks * vec <= kMaxCachedFloats;
+  return s;
+}
+
+KernelStep generate_reduction_kernel(const ir::Graph& g, const Node& fused) {
+  MLPC_ASSERT(fused.op == ir::Op::FusedReduction && fused.body, "not a fused.reduction node");
+  return RowKernel(g, fused).run();
+}
+
+}  // namespace mlpc::codegen
