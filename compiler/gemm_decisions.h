@@ -1,0 +1,35 @@
+// Compile-time choices made by measurement on the GPU (issue: "decided by measurement, not by
+// rule"): whether sibling GEMMs run merged. Times come from runtime::GemmBench, tuned and cached
+// on disk, so a second compile of the same shapes measures nothing again.
+#pragma once
+
+#include <cstdint>
+
+#include "passes/fuse_epilogue.h"
+#include "passes/merge_gemms.h"
+
+namespace mlpc {
+
+enum class MergeGemms { Off, On, Measure };
+
+// A merge is taken when the merged GEMM is at least this much faster than the siblings apart:
+// closer than that is noise on a shared GPU, and apart keeps the plan torch.compile's.
+inline constexpr double kMergeMinGain = 0.01;
+
+// The decider for `mode` at `rows` rows. Measure without a GPU keeps GEMMs apart (and says so).
+passes::GemmMergeDecider merge_decider(MergeGemms mode, int64_t rows);
+
+// Epilogue folds (-O2): with `measure` and a GPU, a fold is taken when the GEMM with the epilogue
+// is no slower than the GEMM without it plus, when not folding leaves a kernel of its own, that
+// kernel's memory traffic (a copy of the output); otherwise every legal fold is taken.
+passes::EpilogueDecider epilogue_decider(bool measure, int64_t rows);
+
+// The rule applied to measured times: fold when epilogue_us <= plain_us + kernel_us.
+passes::EpilogueDecision decide_epilogue(double epilogue_us, double plain_us, double kernel_us,
+                                         int64_t rows);
+
+// The rule applied to measured times (no GPU): merged_us vs the siblings' separate times.
+passes::GemmMergeDecision decide_merge(double merged_us, const std::vector<double>& apart_us,
+                                       int64_t rows);
+
+}  // namespace mlpc

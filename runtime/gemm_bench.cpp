@@ -1,0 +1,123 @@
+#include "runtime/gemm_bench.h"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "runtime/cuda_check.h"
+#include "runtime/device.h"
+#include "runtime/gemm_lt.h"
+#include "runtime/gemm_tuner.h"
+#include "runtime/host_tensor.h"
+
+namespace mlpc::runtime {
+namespace {
+
+// A device buffer, grown on demand and freed with its owner.
+struct DeviceBuffer {
+  void* p = nullptr;
+  size_t bytes = 0;
+  ~DeviceBuffer() {
+    if (p) cudaFree(p);
+  }
+  void* reserve(size_t n) {
+    if (n <= bytes) return p;
+    if (p) MLPC_CUDA(cudaFree(p));
+    p = nullptr;
+    bytes = 0;
+    MLPC_CUDA(cudaMalloc(&p, n));
+    bytes = n;
+    return p;
+  }
+};
+
+// Fills `count` elements of `dtype` at `dst` with uniform values in [-scale, scale]: a 1 Mi
+// element pattern, repeated (the GEMM's power draw depends on the bits toggling, not on the
+// values being unique).
+void fill_random(void* dst, int64_t count, ir::DType dtype, double scale, uint32_t seed) {
+  const int64_t pattern = std::min<int64_t>(count, int64_t{1} << 20);
+  HostTensor t{dtype, {pattern}, std::vector<double>(static_cast<size_t>(pattern))};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-scale, scale);
+  for (double& v : t.data) v = round_to(dtype, u(rng));
+  const std::vector<uint8_t> bytes = encode(t);
+  const int64_t size = static_cast<int64_t>(ir::dtype_size(dtype));
+  for (int64_t at = 0; at < count; at += pattern) {
+    const int64_t n = std::min(pattern, count - at);
+    MLPC_CUDA(cudaMemcpy(static_cast<char*>(dst) + at * size, bytes.data(),
+                         static_cast<size_t>(n * size), cudaMemcpyHostToDevice));
+  }
+}
+
+}  // namespace
+
+struct GemmBench::State {
+  GemmLt lt;
+  GemmAlgoCache cache;
+  GemmTuner tuner{lt, &cache};
+  DeviceBuffer x, w, y, bias;
+};
+
+GemmBench::GemmBench() {
+  if (auto why = gpu_unavailable_reason()) throw Error("no usable CUDA GPU: " + *why);
+  s_ = std::make_unique<State>();
+}
+
+GemmBench::~GemmBench() = default;
+
+double GemmBench::best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
+                          codegen::Epilogue epilogue) {
+  codegen::GemmStep step;
+  step.name = fmt::format("gemm_bench_{}x{}x{}", rows, n, k);
+  step.epilogue = epilogue;
+  step.n = n;
+  step.k = k;
+  step.dtype = dtype;
+  const auto size = static_cast<int64_t>(ir::dtype_size(dtype));
+  GemmOperands ops;
+  ops.x = s_->x.reserve(static_cast<size_t>(rows * k * size));
+  ops.w = s_->w.reserve(static_cast<size_t>(n * k * size));
+  ops.y = s_->y.reserve(static_cast<size_t>(rows * n * size));
+  if (epilogue != codegen::Epilogue::None) ops.bias = s_->bias.reserve(static_cast<size_t>(n * size));
+  fill_random(const_cast<void*>(ops.x), rows * k, dtype, 1.0, 1);
+  fill_random(const_cast<void*>(ops.w), n * k, dtype, 1.0 / std::sqrt(static_cast<double>(k)), 2);
+  if (ops.bias) fill_random(const_cast<void*>(ops.bias), n, dtype, 0.1, 3);
+  s_->lt.prepare(step, rows);
+  GemmChoice c = s_->tuner.tune(step, rows, ops, nullptr);
+  return c.us;
+}
+
+double GemmBench::copy_us(int64_t bytes) {
+  if (bytes <= 0) return 0.0;
+  void* src = s_->x.reserve(static_cast<size_t>(bytes));
+  void* dst = s_->y.reserve(static_cast<size_t>(bytes));
+  cudaEvent_t start = nullptr, stop = nullptr;
+  MLPC_CUDA(cudaEventCreate(&start));
+  MLPC_CUDA(cudaEventCreate(&stop));
+  std::vector<double> us;
+  try {
+    for (int i = 0; i < 12; ++i) {
+      MLPC_CUDA(cudaEventRecord(start));
+      MLPC_CUDA(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice));
+      MLPC_CUDA(cudaEventRecord(stop));
+      MLPC_CUDA(cudaEventSynchronize(stop));
+      float ms = 0;
+      MLPC_CUDA(cudaEventElapsedTime(&ms, start, stop));
+      if (i >= 2) us.push_back(ms * 1e3);  // the first copies warm up
+    }
+  } catch (...) {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+}  // namespace mlpc::runtime
