@@ -1,13 +1,34 @@
 #!/usr/bin/env python3
 """The side-by-side run on the GPU machine: PyTorch (eager, torch.compile default and
-reduce-overhead) and mlpc (eager and compiled) on every case of shared/anchors.md, in one run.
-Prints a markdown table of per-forward times and the ratio mlpc compiled / best PyTorch mode.
+reduce-overhead) and mlpc (eager and compiled) on every case of shared/anchors.md, in one run,
+with the same weights and input: PyTorch's module writes them (bench/torch_baseline.py --save),
+mlpc binds them (--weights, --input) and writes its compiled output (--output), and the two
+outputs are compared. Prints a markdown table of per-forward times, the ratio mlpc compiled /
+best PyTorch mode, and the agreement of the outputs.
+
+Agreement: max |mlpc - torch| / max |torch| over the whole output, which must stay within a
+bound per dtype: each side rounds its output and its intermediates in the same storage type, so
+they differ by a few units in the last place of that type (bf16: 2^-8, f32 with fp32 GEMMs on
+both sides: ~1e-6), accumulated over the K-long reductions; bf16 gets 4 * 2^-8 = 0.016, f32 1e-4.
 
 Usage: python3 bench/compare.py --mlpc stage/bin/mlpc [--opt 2] [--out DIR] [--cases ...]
 """
 import argparse, json, os, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+import mlpc_files  # noqa: E402
+
+AGREE = {"bfloat16": 4 * 2.0 ** -8, "float16": 4 * 2.0 ** -11, "float32": 1e-4}
+
+
+def agreement(mlpc_out, torch_out):
+    """max |a - b| / max |b| over the whole output (both read from .npy files)."""
+    a = mlpc_files.read_npy(mlpc_out).double()
+    b = mlpc_files.read_npy(torch_out).double()
+    if a.shape != b.shape:
+        return float("inf")
+    return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
 # case: (mlpc sample, batch)
 CASES = {
     "linear": ("linear", 1024),
@@ -16,6 +37,7 @@ CASES = {
     "mlp3": ("mlp3", 8192),
     "mlp3_small_relu": ("mlp3_small", 64),
     "llama_geglu": ("llama_geglu", 4096),
+    "ffn": ("ffn", 8192),
 }
 
 
@@ -49,10 +71,16 @@ def main():
     rows = []
     for case in cases:
         sample, batch = CASES[case]
+        data = os.path.join(args.out or "/tmp/mlpc-compare", "data")
         torch_r = run_json_lines([sys.executable, os.path.join(HERE, "torch_baseline.py"),
-                                  "--cases", case], log)
+                                  "--cases", case, "--save", data], log)
+        case_dir = os.path.join(data, case)
         p = subprocess.run([args.mlpc, "bench", "--sample", sample, "--batch", str(batch),
-                            "-O", args.opt, "--json"], capture_output=True, text=True)
+                            "-O", args.opt, "--json",
+                            "--weights", os.path.join(case_dir, "weights.safetensors"),
+                            "--input", os.path.join(case_dir, "x.npy"),
+                            "--output", os.path.join(case_dir, "mlpc_out.npy")],
+                           capture_output=True, text=True)
         if log:
             with open(log, "a") as f:
                 f.write(p.stdout + p.stderr)
@@ -62,18 +90,26 @@ def main():
             print(f"mlpc bench failed for {case}: {p.stderr}", file=sys.stderr)
             continue
         t = torch_r[0] if torch_r else {}
+        try:
+            m["vs_torch"] = agreement(os.path.join(case_dir, "mlpc_out.npy"),
+                                      os.path.join(case_dir, "torch_out.npy"))
+        except (OSError, ValueError) as e:
+            print(f"{case}: cannot compare outputs: {e}", file=sys.stderr)
+            m["vs_torch"] = float("inf")
+        m["agrees"] = m["vs_torch"] <= AGREE.get(t.get("dtype", "float32"), 1e-4)
         rows.append((case, sample, batch, t, m))
 
     lines = ["| case | PyTorch eager | compile default | reduce-overhead | mlpc eager | mlpc compiled "
-             "| launches | ratio mlpc / best PyTorch | mlpc within tolerance |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| launches | ratio mlpc / best PyTorch | mlpc within tolerance | vs PyTorch output |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for case, sample, batch, t, m in rows:
         e, c = m["modes"]["eager"], m["modes"]["compiled"]
         best = t.get("best_us", float("nan"))
         f = lambda mode: f"{t[mode]['median_us']:.1f}" if mode in t else "-"
         lines.append(f"| {case} (M={batch}) | {f('eager')} | {f('default')} | {f('reduce-overhead')} "
                      f"| {e['median_us']:.1f} | {c['median_us']:.1f} | {c['launches']} "
-                     f"| {c['median_us'] / best:.3f} | {e['within_tolerance'] and c['within_tolerance']} |")
+                     f"| {c['median_us'] / best:.3f} | {e['within_tolerance'] and c['within_tolerance']} "
+                     f"| {m['vs_torch']:.2e} ({'agrees' if m['agrees'] else 'DIFFERS'}) |")
     table = "\n".join(lines)
     print(table)
     if args.out:

@@ -4,13 +4,21 @@
 times (host clock over a stream of back-to-back forwards, launch overhead included; median of
 repetitions). Prints one JSON object per case. TF32 off, as in anchors.md.
 
+With --save DIR, each case also leaves DIR/CASE/{weights.safetensors, x.npy, torch_out.npy}: the
+module's weights (state_dict names, as mlpc's samples name their params), its input and PyTorch's
+eager output, so that mlpc runs the same weights and input and the outputs can be compared.
+
 Usage: python3 bench/torch_baseline.py [--cases geglu,linear,...] [--modes eager,default,...]
+                                       [--save DIR]
 """
-import argparse, json, statistics, sys, time
+import argparse, json, os, statistics, sys, time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import mlpc_files  # noqa: E402  (the repo's safetensors / .npy writer, torch only)
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -46,6 +54,19 @@ class MLP3(nn.Module):  # 3 Linear with bias, exact GELU between
         return self.fc3(self.act(self.fc2(self.act(self.fc1(x)))))
 
 
+class FFN(nn.Module):  # anchors.md's FFN block: RMSNorm -> GeGLU -> residual add, no biases
+    def __init__(self, d=768, h=3072):
+        super().__init__()
+        self.norm = nn.RMSNorm(d, eps=1e-5)
+        self.gate = nn.Linear(d, h, bias=False)
+        self.up = nn.Linear(d, h, bias=False)
+        self.down = nn.Linear(h, d, bias=False)
+
+    def forward(self, x):
+        n = self.norm(x)
+        return x + self.down(F.gelu(self.gate(n), approximate="tanh") * self.up(n))
+
+
 CASES = {
     # name: (module factory, batch, in_features, dtype, mlpc sample, mlpc args)
     "linear": (Linear, 1024, 32, torch.bfloat16),
@@ -54,6 +75,7 @@ CASES = {
     "mlp3": (lambda: MLP3(1024, 4096, F.gelu), 8192, 1024, torch.float32),
     "mlp3_small_relu": (lambda: MLP3(256, 256, F.relu), 64, 256, torch.float32),
     "llama_geglu": (lambda: GeGLU(4096, 14336), 4096, 4096, torch.bfloat16),
+    "ffn": (FFN, 8192, 768, torch.bfloat16),
 }
 
 
@@ -86,6 +108,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--modes", default="eager,default,reduce-overhead")
+    ap.add_argument("--save", default=None, help="write weights, input and output per case here")
     args = ap.parse_args()
     torch.manual_seed(0)
     for name in args.cases.split(","):
@@ -94,6 +117,15 @@ def main():
         x = torch.randn(batch, d, device="cuda", dtype=dtype)
         out = {"case": name, "batch": batch, "dtype": str(dtype).replace("torch.", ""),
                "torch": torch.__version__, "device": torch.cuda.get_device_name()}
+        if args.save:
+            case_dir = os.path.join(args.save, name)
+            os.makedirs(case_dir, exist_ok=True)
+            mlpc_files.write_safetensors(os.path.join(case_dir, "weights.safetensors"),
+                                         {k: v for k, v in model.state_dict().items()})
+            mlpc_files.write_npy(os.path.join(case_dir, "x.npy"), x)
+            with torch.no_grad():
+                mlpc_files.write_npy(os.path.join(case_dir, "torch_out.npy"), model(x).float())
+            out["saved"] = case_dir
         for mode in args.modes.split(","):
             torch._dynamo.reset()
             fn = model if mode == "eager" else torch.compile(model, mode=mode)

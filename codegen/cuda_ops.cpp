@@ -59,6 +59,10 @@ std::string cuda_expr(const ir::Node& n, const std::vector<std::string>& a) {
     case ir::Op::Exp: return fmt::format("expf({})", a[0]);
     case ir::Op::Neg: return fmt::format("-{}", a[0]);
     case ir::Op::Scale: return fmt::format("{} * {}", a[0], float_literal(n.scalar));
+    case ir::Op::AddScalar: return fmt::format("{} + {}", a[0], float_literal(n.scalar));
+    case ir::Op::Rsqrt: return fmt::format("rsqrtf({})", a[0]);
+    case ir::Op::Sqrt: return fmt::format("sqrtf({})", a[0]);
+    case ir::Op::Square: return fmt::format("{0} * {0}", a[0]);
     case ir::Op::Cast:
       // Rounding to the target type is what a cast means, even when the value stays in a register.
       switch (n.type.dtype) {

@@ -17,6 +17,11 @@ struct Buffer {
   std::string name;  // the IR value it holds
   ir::TensorType type;
   BufferRole role = BufferRole::Intermediate;
+  // A param stacked into a concat (passes/merge_gemms) lives inside that param's allocation:
+  // `view_of` is the concat's buffer index and `view_offset` its byte offset there.
+  int view_of = -1;
+  int64_t view_offset = 0;
+  bool stacked = false;  // a concat: filled only through the params that view into it
   int64_t bytes(int64_t batch) const;
   int64_t numel(int64_t batch) const { return type.shape.numel(batch); }
 };
@@ -48,6 +53,12 @@ struct KernelStep {
   int output = -1;
   int64_t row_len = 1;  // last dim of the iteration space
   int vec = 1;          // elements per thread per iteration (16-byte accesses when > 1)
+  // Row kernels (codegen/reduction_kernel): threads_per_row threads (a warp or a whole block)
+  // share a row of row_len elements, rows_per_block rows to a block; the output has out_row_len
+  // elements per row (row_len, or 1 for a per-row result). 0: an elementwise grid-stride kernel.
+  int threads_per_row = 0;
+  int rows_per_block = 1;
+  int64_t out_row_len = 1;
   std::vector<std::string> ops;       // IR op names it computes, in order
   std::vector<std::string> ir_nodes;  // IR value names it computes, in order
 };
@@ -57,7 +68,8 @@ using Step = std::variant<GemmStep, KernelStep>;
 struct LaunchDims {
   unsigned grid = 1, block = 256;
 };
-// Grid-stride launch: enough blocks to cover `numel` once, capped so huge tensors loop.
+// Grid-stride launch: enough blocks to cover `numel` once, capped so huge tensors loop. A row
+// kernel gets a block per rows_per_block rows of its output.
 LaunchDims launch_dims(const KernelStep& k, int64_t numel);
 
 struct Plan {

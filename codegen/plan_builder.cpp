@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/pointwise_kernel.h"
+#include "codegen/reduction_kernel.h"
 #include "ir/error.h"
 
 namespace mlpc::codegen {
@@ -34,6 +35,18 @@ Plan build_plan(const ir::Graph& g) {
     switch (n.op) {
       case ir::Op::Input: plan.inputs.push_back(add_buffer(n, BufferRole::Input)); break;
       case ir::Op::Param: add_buffer(n, BufferRole::Param); break;
+      case ir::Op::Concat: {  // one allocation; its params become views into it, in order
+        const int whole = add_buffer(n, BufferRole::Param);
+        plan.buffers[whole].stacked = true;
+        int64_t offset = 0;
+        for (ir::NodeId o : n.operands) {
+          Buffer& part = plan.buffers[buf(o)];
+          part.view_of = whole;
+          part.view_offset = offset;
+          offset += part.bytes(0);
+        }
+        break;
+      }
       case ir::Op::MatMul:
       case ir::Op::MatMulBias:
       case ir::Op::MatMulBiasRelu:
@@ -57,6 +70,13 @@ Plan build_plan(const ir::Graph& g) {
       }
       case ir::Op::FusedPointwise: {
         KernelStep k = generate_pointwise_kernel(g, n);
+        for (ir::NodeId o : n.operands) k.inputs.push_back(buf(o));
+        k.output = add_buffer(n, BufferRole::Intermediate);
+        plan.steps.push_back(std::move(k));
+        break;
+      }
+      case ir::Op::FusedReduction: {
+        KernelStep k = generate_reduction_kernel(g, n);
         for (ir::NodeId o : n.operands) k.inputs.push_back(buf(o));
         k.output = add_buffer(n, BufferRole::Intermediate);
         plan.steps.push_back(std::move(k));

@@ -6,13 +6,18 @@
 #include <CLI/CLI.hpp>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
+#include "compiler/bench_explain.h"
 #include "compiler/check.h"
 #include "compiler/compile.h"
+#include "compiler/data_files.h"
 #include "compiler/gpu_session.h"
+#include "compiler/gpu_trace.h"
 #include "compiler/report.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
@@ -59,6 +64,7 @@ struct GraphArgs {
   int opt_level = 1;
   bool no_fusion = false;
   bool no_cuda_graph = false, no_gemm_tuning = false;
+  std::string merge_gemms;  // empty: the level's default
 
   void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -77,6 +83,10 @@ struct GraphArgs {
                     "0: eager, one kernel per op; 1: pointwise fusion, as torch.compile does "
                     "(default); 2: also GEMM epilogues (bias, relu, gelu_tanh, residual)")
         ->check(CLI::Range(0, 2));
+    cmd->add_option("--merge-gemms", merge_gemms,
+                    "sibling GEMMs (gate, up) as one GEMM over stacked weights: auto (-O2's "
+                    "default: when measured faster on this GPU), on, off (-O0/-O1's default)")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
   }
 
   // Flags of the GPU executor (run, bench).
@@ -93,7 +103,14 @@ struct GraphArgs {
   // What to compile at the level asked for (bench compares it with eager).
   CompileOptions options() const {
     bool fusion = !no_fusion && opt_level >= 1;
-    return {.fusion = fusion, .epilogues = fusion && opt_level >= 2};
+    CompileOptions o{.fusion = fusion, .epilogues = fusion && opt_level >= 2};
+    const std::string merge = merge_gemms.empty() ? (opt_level >= 2 ? "auto" : "off") : merge_gemms;
+    o.merge_gemms = merge == "on" ? MergeGemms::On
+                    : merge == "auto" ? MergeGemms::Measure
+                                      : MergeGemms::Off;
+    // Measured at the largest batch asked for: the one whose time matters most.
+    o.decide_rows = batches.empty() ? batch : *std::max_element(batches.begin(), batches.end());
+    return o;
   }
 
   ir::Graph load() {
@@ -108,6 +125,17 @@ struct GraphArgs {
     return g;
   }
 };
+
+// --weights, --input, --output, --save-weights (run, bench): compiler/data_files.h. Each --input
+// and --output takes one file and repeats, so a FILE.mlp after it stays the graph.
+void add_data_flags(CLI::App* cmd, DataFiles& f) {
+  cmd->add_option("--weights", f.weights, "bind the params by name from FILE.safetensors");
+  cmd->add_option("--input", f.inputs, "FILE.npy per graph input, in order (sets the batch)")
+      ->allow_extra_args(false);
+  cmd->add_option("--output", f.outputs, "write each output to FILE.npy (bf16 as f32)")
+      ->allow_extra_args(false);
+  cmd->add_option("--save-weights", f.save_weights, "write the params used to FILE.safetensors");
+}
 
 void print_outputs(const std::vector<runtime::HostTensor>& outs) {
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -132,6 +160,7 @@ struct CompileArgs {
   GraphArgs graph;
   std::string arch, dump_dir;
   bool json = false, print_ir_after_all = false;
+  bool emit_ptx = false;
 };
 
 void print_compile(const CompiledGraph& c, const CompileArgs& a) {
@@ -159,28 +188,35 @@ int cmd_compile(CompileArgs& a) {
     for (const passes::PassRecord& r : c.pipeline.passes)
       fmt::print(stderr, "// IR after {}{}\n{}\n", r.pass, r.changed ? "" : " (unchanged)",
                  r.changed ? r.ir : "");
-  if (!a.dump_dir.empty()) write_dump(a.dump_dir, c, a.graph.batch);
+  if (!a.dump_dir.empty()) write_dump(a.dump_dir, c, a.graph.batch, {.emit_ptx = a.emit_ptx});
   print_compile(c, a);
   return 0;
 }
 
 struct RunArgs {
   GraphArgs graph;
+  DataFiles data;
   std::string device = "cuda";
 };
 
 int cmd_run(RunArgs& a) {
+  const int64_t asked_batch = a.graph.batch;
   ir::Graph g = a.graph.load();
+  InputArrays in = read_inputs(g, a.data);
+  a.graph.batch = resolve_batch(asked_batch, in, a.graph.batch);
   if (a.device == "cpu") check_reference_fits(g, a.graph.batch);
-  Values values = random_values(g, a.graph.batch, a.graph.seed);
+  Values values = make_values(g, a.graph.batch, a.graph.seed, a.data, in);
   if (a.device == "cpu") {
-    print_outputs(runtime::reference_forward(g, values));
+    std::vector<runtime::HostTensor> outs = runtime::reference_forward(g, values);
+    print_outputs(outs);
+    write_outputs(outs, a.data);
     return 0;
   }
   if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
   CompiledGraph c = compile(g, a.graph.options());
   auto outs = run_on_gpu(c, values, a.graph.batch, a.graph.exec_options());
   print_outputs(outs);
+  write_outputs(outs, a.data);
   std::vector<int64_t> rows = sample_rows(a.graph.batch);
   Check check = compare_rows(g, outs, rows, reference_on_rows(g, values, rows));
   fmt::print("check against the fp64 reference on {} rows: max_abs_err {:.3g}, {}\n",
@@ -191,22 +227,50 @@ int cmd_run(RunArgs& a) {
 
 struct BenchArgs {
   GraphArgs graph;
+  DataFiles data;
   bool json = false;
+  bool explain = false;   // --explain: per-kernel verdicts against the calibrated peaks
+  std::string trace;      // --trace FILE.json: a Chrome trace of one eager and one compiled forward
 };
 
 int cmd_bench(BenchArgs& a) {
+  if (a.graph.batches.size() > 1 && (!a.data.inputs.empty() || !a.data.outputs.empty()))
+    throw Error("--input and --output take one batch size: give a single --batch (or none)");
+  const int64_t asked_batch = a.graph.batches.empty() ? 0 : a.graph.batches.front();
   ir::Graph g = a.graph.load();
+  InputArrays in = read_inputs(g, a.data);
+  if (in.batch) a.graph.batches = {resolve_batch(asked_batch, in, a.graph.batch)};
+  // Files read once (before the GPU check, so their errors show anywhere); at the other batch
+  // sizes the inputs are seeded random.
+  const int64_t first_batch = a.graph.batches.front();
+  const Values first = make_values(g, first_batch, a.graph.seed, a.data, in);
+  ValuesFor values_for = [&](int64_t batch) {
+    Values v = first;
+    if (batch != first_batch)
+      for (ir::NodeId id : g.inputs())
+        v[g.node(id).name] = runtime::random_input(g, id, batch, a.graph.seed);
+    return v;
+  };
   if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
-  std::vector<BenchResult> results =
-      bench(g, a.graph.batches, a.graph.seed, a.graph.options(), a.graph.exec_options());
+  std::vector<BenchResult> results = bench(g, a.graph.batches, a.graph.seed, a.graph.options(),
+                                           a.graph.exec_options(), values_for);
+  write_outputs(results.front().compiled.outputs, a.data);
+  if (!a.trace.empty())
+    write_trace_file(a.trace, trace_bench(g, a.graph.batches.front(), a.graph.seed,
+                                          a.graph.options(), a.graph.exec_options()));
+  std::optional<runtime::DevicePeaks> peaks;
+  if (a.explain) peaks = runtime::device_peaks(*ir::parse_dtype(results.front().dtype));
   bool ok = true;
   nlohmann::json all = nlohmann::json::array();
   for (const BenchResult& r : results) {
     ok = ok && r.eager.check.ok && r.compiled.check.ok;
-    if (a.json)
+    if (a.json) {
       all.push_back(to_json(r));
-    else
+      if (peaks) all.back()["explain"] = explain_bench_json(r, *peaks);
+    } else {
       fmt::print("{}", to_text(r));
+      if (peaks) fmt::print("{}", explain_bench_text(r, *peaks));
+    }
   }
   // One batch: the result object itself; several: {"graph", "results": [one per batch]}.
   if (a.json)
@@ -246,7 +310,12 @@ int run_cli(int argc, char** argv) {
   compile_cmd->add_option("--arch", ca.arch, "target, e.g. sm_90 (default: the GPU's, or sm_90)")
       ->check(check_arch);
   compile_cmd->add_flag("--no-fusion", ca.graph.no_fusion, "eager: one kernel per op (-O0)");
-  compile_cmd->add_option("--dump-dir", ca.dump_dir, "write the IR after each pass and kernels");
+  CLI::Option* dump_opt = compile_cmd->add_option(
+      "--dump-dir", ca.dump_dir,
+      "write a folder to browse: the IR after each pass, kernels, plan, fusion report, graph, "
+      "index.html");
+  compile_cmd->add_flag("--emit-ptx", ca.emit_ptx, "also write kernels/NAME.ptx in the dump")
+      ->needs(dump_opt);
   compile_cmd->add_flag("--json", ca.json, "print the plan as JSON");
   compile_cmd->add_flag("--print-ir-after-all", ca.print_ir_after_all,
                         "print the IR after every pass (stderr)");
@@ -255,6 +324,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "run a graph once and print its outputs");
   ra.graph.add_to(run_cmd);
   ra.graph.add_exec_flags(run_cmd);
+  add_data_flags(run_cmd, ra.data);
   run_cmd->add_option("--device", ra.device, "cuda, or cpu for the fp64 reference")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   run_cmd->add_flag("--no-fusion", ra.graph.no_fusion, "eager: one kernel per op (-O0)");
@@ -263,7 +333,14 @@ int run_cli(int argc, char** argv) {
   CLI::App* bench_cmd = app.add_subcommand("bench", "time eager vs compiled on the GPU");
   ba.graph.add_to(bench_cmd, /*several_batches=*/true);
   ba.graph.add_exec_flags(bench_cmd);
+  add_data_flags(bench_cmd, ba.data);
   bench_cmd->add_flag("--json", ba.json, "print the result as JSON");
+  bench_cmd->add_flag("--explain", ba.explain,
+                      "per kernel: time, FLOPs, bytes, share of the device's calibrated peaks and "
+                      "a verdict (overhead-, memory- or compute-bound); the same per forward");
+  bench_cmd->add_option("--trace", ba.trace,
+                        "write a Chrome/Perfetto trace of one eager and one compiled forward "
+                        "(at the first batch size) to this JSON file");
 
   try {
     app.parse(argc, argv);

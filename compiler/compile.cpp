@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "codegen/plan_builder.h"
+#include "compiler/logs.h"
 #include "runtime/device.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/nvrtc_compiler.h"
@@ -24,8 +25,15 @@ double ms_since(Clock::time_point t0) {
 
 CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   CompiledGraph c;
-  c.pipeline = passes::run_pipeline(g, {.fusion = options.fusion, .epilogues = options.epilogues});
+  const int64_t rows = options.decide_rows > 0 ? options.decide_rows : kDefaultDecideRows;
+  c.pipeline = passes::run_pipeline(
+      g, {.fusion = options.fusion,
+          .epilogues = options.epilogues,
+          .merge_gemms = options.fusion ? merge_decider(options.merge_gemms, rows)
+                                        : passes::GemmMergeDecider{},
+          .epilogue_decider = epilogue_decider(options.measure_epilogues, rows)});
   c.plan = codegen::build_plan(c.pipeline.graph);
+  log_compile(c);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   c.arch = options.arch.empty() ? runtime::device_arch() : options.arch;
   if (!options.build_kernels) return c;
   auto t0 = Clock::now();

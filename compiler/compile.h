@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "codegen/plan.h"
+#include "compiler/gemm_decisions.h"
 #include "passes/pipeline.h"
 
 namespace mlpc {
+
+// The batch size compile-time measurements assume when the caller names none.
+inline constexpr int64_t kDefaultDecideRows = 4096;
 
 struct CompileOptions {
   bool fusion = true;        // false: eager, one kernel per op
@@ -17,6 +21,13 @@ struct CompileOptions {
   bool build_kernels = true; // run NVRTC on every kernel
   bool use_cache = true;     // on-disk CUBIN cache (runtime/kernel_cache.h); MLPC_NO_KERNEL_CACHE=1
                              // turns it off as well
+  // Sibling GEMMs (gate and up): merged never, always, or when measured faster on this GPU at
+  // `decide_rows` rows (compiler/gemm_decisions.h). Only with fusion.
+  MergeGemms merge_gemms = MergeGemms::Off;
+  int64_t decide_rows = 0;  // 0: kDefaultDecideRows
+  // With epilogues: take each legal fold only when measured no slower than the fused-kernel
+  // alternative on this GPU (without a GPU: every legal fold, the rule).
+  bool measure_epilogues = true;
 };
 
 struct CompiledGraph {

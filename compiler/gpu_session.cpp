@@ -17,7 +17,8 @@ void bind_values(runtime::Executor& exec, const codegen::Plan& plan, const Value
           int64_t batch) {
   exec.bind_batch(batch);
   for (const codegen::Buffer& b : plan.buffers)
-    if (b.role == codegen::BufferRole::Input || b.role == codegen::BufferRole::Param)
+    if ((b.role == codegen::BufferRole::Input || b.role == codegen::BufferRole::Param) &&
+        !b.stacked)
       exec.set_tensor(b.name, values.at(b.name));
 }
 
@@ -31,7 +32,8 @@ double wall_ms(const std::function<void()>& f) {
 // which keeps an arena and a CUDA graph per batch; NVRTC never runs again for a new batch.
 std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& options,
                                 const runtime::ExecutorOptions& exec_options,
-                                const std::vector<int64_t>& batches, uint64_t seed) {
+                                const std::vector<int64_t>& batches, uint64_t seed,
+                                const ValuesFor& values_for) {
   CompileOptions cold = options;
   cold.use_cache = false;
   double cold_ms = wall_ms([&] { compile(g, cold); });
@@ -45,12 +47,13 @@ std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& option
     ModeResult& m = results.emplace_back();
     m.compile_cold_ms = cold_ms;
     m.compile_warm_ms = warm_ms;
-    Values values = random_values(g, batch, seed);
+    Values values = values_for ? values_for(batch) : random_values(g, batch, seed);
     std::vector<int64_t> rows = sample_rows(batch);
     bind_values(exec, c.plan, values, batch);
     exec.run();  // the first forward at a batch tunes GEMMs and captures the graph
     exec.run();  // so this one is what timing replays
     m.check = compare_rows(g, exec.outputs(), rows, reference_on_rows(g, values, rows));
+    if (batches.size() == 1) m.outputs = exec.outputs();
     runtime::Timing t = runtime::time_forward(exec);
     m.median_us = t.median_us;
     m.min_us = t.min_us;
@@ -65,8 +68,10 @@ std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& option
       nlohmann::json s = {{"name", kernels[i]["name"]}, {"kind", kernels[i]["kind"]},
                           {"us", us[i]}, {"bytes", kernels[i]["bytes"]},
                           {"gbps", kernels[i]["bytes"].get<double>() / (us[i] * 1e3)}};
-      if (kernels[i].contains("flops"))
+      if (kernels[i].contains("flops")) {
+        s["flops"] = kernels[i]["flops"];
         s["tflops"] = kernels[i]["flops"].get<double>() / (us[i] * 1e6);
+      }
       m.steps.push_back(std::move(s));
     }
   }
@@ -77,6 +82,11 @@ std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& option
 
 void require_gpu() {
   if (auto reason = runtime::gpu_unavailable_reason()) throw Error(*reason);
+}
+
+void bind_inputs_and_params(runtime::Executor& exec, const codegen::Plan& plan,
+                            const Values& values, int64_t batch) {
+  bind_values(exec, plan, values, batch);
 }
 
 std::vector<runtime::HostTensor> run_on_gpu(const CompiledGraph& c, const Values& values,
@@ -90,12 +100,12 @@ std::vector<runtime::HostTensor> run_on_gpu(const CompiledGraph& c, const Values
 
 std::vector<BenchResult> bench(const ir::Graph& g, const std::vector<int64_t>& batches,
                                uint64_t seed, const CompileOptions& compiled,
-                               const runtime::ExecutorOptions& exec) {
+                               const runtime::ExecutorOptions& exec, const ValuesFor& values_for) {
   require_gpu();
   std::vector<ModeResult> eager = measure(g, {.fusion = false, .arch = compiled.arch},
                                           {.tune_gemms = false, .cuda_graph = false}, batches,
-                                          seed);
-  std::vector<ModeResult> fused = measure(g, compiled, exec, batches, seed);
+                                          seed, values_for);
+  std::vector<ModeResult> fused = measure(g, compiled, exec, batches, seed, values_for);
   std::vector<BenchResult> out;
   for (size_t i = 0; i < batches.size(); ++i) {
     BenchResult& r = out.emplace_back();

@@ -2,6 +2,7 @@
 // compiled side by side, each checked against the reference on sampled rows.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,10 @@ namespace mlpc {
 
 // Throws mlpc::Error ("no usable CUDA GPU: ...") when there is none.
 void require_gpu();
+
+// Binds `batch` on `exec` and uploads every input and param of `plan` from `values`.
+void bind_inputs_and_params(runtime::Executor& exec, const codegen::Plan& plan,
+                            const Values& values, int64_t batch);
 
 // One forward of `c` on the GPU with `values`; returns the outputs.
 std::vector<runtime::HostTensor> run_on_gpu(const CompiledGraph& c, const Values& values,
@@ -30,6 +35,7 @@ struct ModeResult {
   std::vector<runtime::GemmChoice> gemms;
   nlohmann::json steps;  // per launch: name, kind, GPU µs alone, bytes, GB/s (or TFLOP/s)
   Check check;
+  std::vector<runtime::HostTensor> outputs;  // the forward's outputs, kept for one batch size only
 };
 
 struct BenchResult {
@@ -39,13 +45,17 @@ struct BenchResult {
   double speedup() const { return eager.median_us / compiled.median_us; }
 };
 
+// Where bench's inputs and params come from at a batch size (empty: seeded random values).
+using ValuesFor = std::function<Values(int64_t batch)>;
+
 // Eager: fusion off, heuristic GEMMs, no CUDA graph (one launch per op, as PyTorch eager runs).
 // Compiled: `compiled` and `exec` (by default tuned GEMMs and one CUDA graph per forward).
-// Each is compiled once and run at every batch size, on the same seeded values, checked against
+// Each is compiled once and run at every batch size, on the same values, checked against
 // the reference and timed. One result per batch size.
 std::vector<BenchResult> bench(const ir::Graph& g, const std::vector<int64_t>& batches,
                                uint64_t seed, const CompileOptions& compiled = {},
-                               const runtime::ExecutorOptions& exec = {});
+                               const runtime::ExecutorOptions& exec = {},
+                               const ValuesFor& values_for = {});
 nlohmann::json to_json(const BenchResult& r);
 std::string to_text(const BenchResult& r);
 

@@ -6,7 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "compiler/dump_dot.h"
+#include "compiler/dump_html.h"
+#include "compiler/fusion_md.h"
 #include "ir/error.h"
+#include "runtime/nvrtc_ptx.h"
 
 namespace mlpc {
 namespace {
@@ -14,31 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using codegen::GemmStep;
 using codegen::KernelStep;
-
-struct StepFacts {
-  std::string name, kind;
-  std::vector<std::string> ops, nodes;
-  int64_t bytes = 0;  // device memory read + written at this batch
-  double flops = 0;
-};
-
-StepFacts facts(const codegen::Plan& p, const codegen::Step& s, int64_t batch) {
-  StepFacts f;
-  if (auto* g = std::get_if<GemmStep>(&s)) {
-    f = {g->name, "gemm", {g->op}, g->ir_nodes};
-    f.bytes = p.buffers[g->x].bytes(batch) + p.buffers[g->w].bytes(batch) +
-              p.buffers[g->y].bytes(batch);
-    for (int extra : {g->bias, g->residual})
-      if (extra >= 0) f.bytes += p.buffers[extra].bytes(batch);
-    f.flops = 2.0 * static_cast<double>(p.buffers[g->x].type.shape.rows(batch)) * g->n * g->k;
-  } else {
-    const auto& k = std::get<KernelStep>(s);
-    f = {k.name, "pointwise", k.ops, k.ir_nodes};
-    for (int i : k.inputs) f.bytes += p.buffers[i].bytes(batch);
-    f.bytes += p.buffers[k.output].bytes(batch);
-  }
-  return f;
-}
 
 std::string_view role_name(codegen::BufferRole r) {
   switch (r) {
@@ -58,11 +37,37 @@ void write_file(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
+StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t batch) {
+  StepFacts f;
+  if (auto* g = std::get_if<GemmStep>(&s)) {
+    f = {g->name, "gemm", {g->op}, g->ir_nodes};
+    f.bytes = p.buffers[g->x].bytes(batch) + p.buffers[g->w].bytes(batch) +
+              p.buffers[g->y].bytes(batch);
+    for (int extra : {g->bias, g->residual})
+      if (extra >= 0) f.bytes += p.buffers[extra].bytes(batch);
+    f.flops = 2.0 * static_cast<double>(p.buffers[g->x].type.shape.rows(batch)) * g->n * g->k;
+    f.dtype = p.buffers[g->y].type.dtype;
+  } else {
+    const auto& k = std::get<KernelStep>(s);
+    f = {k.name, k.threads_per_row > 0 ? "reduction" : "pointwise", k.ops, k.ir_nodes};
+    for (int i : k.inputs) f.bytes += p.buffers[i].bytes(batch);
+    f.bytes += p.buffers[k.output].bytes(batch);
+    f.dtype = p.buffers[k.output].type.dtype;
+  }
+  return f;
+}
+
+std::vector<StepFacts> plan_facts(const codegen::Plan& p, int64_t batch) {
+  std::vector<StepFacts> out;
+  for (const codegen::Step& s : p.steps) out.push_back(step_facts(p, s, batch));
+  return out;
+}
+
 nlohmann::json plan_json(const CompiledGraph& c, int64_t batch) {
   const codegen::Plan& p = c.plan;
   nlohmann::json kernels = nlohmann::json::array();
   for (const codegen::Step& s : p.steps) {
-    StepFacts f = facts(p, s, batch);
+    StepFacts f = step_facts(p, s, batch);
     nlohmann::json k = {{"name", f.name}, {"kind", f.kind}, {"ops", f.ops},
                         {"ir_nodes", f.nodes}, {"bytes", f.bytes}};
     if (f.flops > 0) k["flops"] = f.flops;
@@ -95,7 +100,7 @@ std::string plan_text(const CompiledGraph& c, int64_t batch) {
                                 p.launches(), p.launches() == 1 ? "" : "es");
   int i = 0;
   for (const codegen::Step& s : p.steps) {
-    StepFacts f = facts(p, s, batch);
+    StepFacts f = step_facts(p, s, batch);
     out += fmt::format("  {:>2}. {:<9} {:<32} {:<24} {:>9.2f} MB", i++, f.kind, f.name,
                        fmt::format("{}", fmt::join(f.ops, "+")), f.bytes / 1e6);
     if (f.flops > 0) out += fmt::format("  {:.2f} GFLOP", f.flops / 1e9);
@@ -104,20 +109,38 @@ std::string plan_text(const CompiledGraph& c, int64_t batch) {
   return out;
 }
 
-void write_dump(const std::string& dir, const CompiledGraph& c, int64_t batch) {
+void write_dump(const std::string& dir, const CompiledGraph& c, int64_t batch,
+                const DumpOptions& options) {
   fs::path root(dir);
   std::error_code ec;
   fs::create_directories(root / "kernels", ec);
   if (ec) throw Error(fmt::format("{}: error: cannot create dump folder: {}", dir, ec.message()));
+  DumpIndex index;
   write_file(root / "00-input.mlp", c.pipeline.input_ir);
+  index.passes.push_back({"input", true, 0.0, "00-input.mlp"});
   int n = 1;
-  for (const passes::PassRecord& r : c.pipeline.passes)
-    if (r.changed) write_file(root / fmt::format("{:02}-{}.mlp", n++, r.pass), r.ir);
-  for (const codegen::Step& s : c.plan.steps)
-    if (auto* k = std::get_if<KernelStep>(&s))
-      write_file(root / "kernels" / (k->name + ".cu"), k->source);
+  for (const passes::PassRecord& r : c.pipeline.passes) {
+    std::string file = r.changed ? fmt::format("{:02}-{}.mlp", n++, r.pass) : "";
+    if (r.changed) write_file(root / file, r.ir);
+    index.passes.push_back({r.pass, r.changed, r.ms, file});
+  }
+  for (const codegen::Step& s : c.plan.steps) {
+    auto* k = std::get_if<KernelStep>(&s);
+    if (!k) continue;
+    write_file(root / "kernels" / (k->name + ".cu"), k->source);
+    if (options.emit_ptx)
+      write_file(root / "kernels" / (k->name + ".ptx"),
+                 runtime::compile_to_ptx(k->source, k->name, c.arch));
+  }
+  index.has_ptx = options.emit_ptx;
   write_file(root / "fusion.txt", c.pipeline.fusion.to_string());
+  write_file(root / "fusion.md", fusion_markdown(c, batch));
   write_file(root / "plan.txt", plan_text(c, batch));
+  write_file(root / "plan.json", plan_json(c, batch).dump(2) + "\n");
+  write_file(root / "graph.dot", graph_dot(c, batch));
+  fs::remove(root / "graph.svg", ec);  // never leave a picture of an older compile
+  index.has_svg = options.render_svg && render_svg(root / "graph.dot", root / "graph.svg");
+  write_file(root / "index.html", index_html(c, batch, index));
 }
 
 }  // namespace mlpc

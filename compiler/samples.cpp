@@ -50,6 +50,36 @@ ir::Graph mlp3_of(const char* name, int64_t d, int64_t hidden) {
 ir::Graph mlp3_sample() { return mlp3_of<gelu>("mlp3", 1024, 4096); }
 ir::Graph mlp3_small_sample() { return mlp3_of<relu>("mlp3_small", 256, 256); }
 
+// The transformer FFN block (anchors.md): x + down(gelu_tanh(gate(n)) * up(n)), n = rmsnorm(x).
+ir::Graph ffn_sample() {
+  Tracer t("ffn");
+  Tensor x = t.input("x", DType::BF16, {kBatch, 768});
+  Tensor n = rmsnorm(x, 1e-5, "norm");
+  Tensor gate = linear(n, 3072, false, "gate");
+  Tensor up = linear(n, 3072, false, "up");
+  Tensor h = (gelu_tanh(gate).named("act") * up).named("h");
+  return t.finish({(x + linear(h, 768, false, "down")).named("y")});
+}
+
+// The same block with LayerNorm and a SiLU gate (SwiGLU).
+ir::Graph ffn_swiglu_sample() {
+  Tracer t("ffn_swiglu");
+  Tensor x = t.input("x", DType::BF16, {kBatch, 768});
+  Tensor n = layernorm(x, 1e-5, "norm");
+  Tensor gate = linear(n, 3072, false, "gate");
+  Tensor up = linear(n, 3072, false, "up");
+  Tensor h = (silu(gate).named("act") * up).named("h");
+  return t.finish({(x + linear(h, 768, false, "down")).named("y")});
+}
+
+// A classifier head: two Linear layers with GELU (tanh) between, softmax over 1000 classes.
+ir::Graph classifier_sample() {
+  Tracer t("classifier");
+  Tensor x = t.input("x", DType::BF16, {kBatch, 1024});
+  Tensor h = gelu_tanh(linear(x, 4096, true, "fc1")).named("h");
+  return t.finish({softmax(linear(h, 1000, true, "fc2")).named("probs")});
+}
+
 struct Sample {
   SampleInfo info;
   ir::Graph (*make)();
@@ -66,6 +96,13 @@ const std::vector<Sample>& registry() {
       {{"mlp3_small", "small mlp3 with ReLU: f32 256->256->256->256", 64}, mlp3_small_sample},
       {{"llama_geglu", "GeGLU FFN at Llama-3-8B size: x bf16[M, 4096], hidden 14336", 4096},
        llama_geglu_sample},
+      {{"ffn", "transformer FFN block: x + GeGLU(rmsnorm(x)), x bf16[M, 768], hidden 3072", 8192},
+       ffn_sample},
+      {{"ffn_swiglu", "FFN block with LayerNorm and SwiGLU: x bf16[M, 768], hidden 3072", 8192},
+       ffn_swiglu_sample},
+      {{"classifier", "2-layer MLP 1024->4096->1000 (bias, gelu_tanh), softmax: x bf16[M, 1024]",
+        4096},
+       classifier_sample},
   };
   return r;
 }

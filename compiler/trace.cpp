@@ -55,6 +55,33 @@ Tensor cast(const Tensor& x, ir::DType to) {
   return Tensor(&x.tracer(), x.tracer().builder().cast(x.id(), to));
 }
 
+Tensor rsqrt(const Tensor& x) { return record(ir::Op::Rsqrt, {x}); }
+Tensor sqrt(const Tensor& x) { return record(ir::Op::Sqrt, {x}); }
+Tensor square(const Tensor& x) { return record(ir::Op::Square, {x}); }
+Tensor operator+(const Tensor& a, double c) { return record(ir::Op::AddScalar, {a}, c); }
+Tensor reduce_sum(const Tensor& x) { return record(ir::Op::ReduceSum, {x}); }
+Tensor reduce_mean(const Tensor& x) { return record(ir::Op::ReduceMean, {x}); }
+Tensor reduce_max(const Tensor& x) { return record(ir::Op::ReduceMax, {x}); }
+Tensor rmsnorm(const Tensor& x, const Tensor& w, double eps) {
+  return record(ir::Op::RmsNorm, {x, w}, eps);
+}
+Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
+  return record(ir::Op::LayerNorm, {x, w, b}, eps);
+}
+Tensor softmax(const Tensor& x) { return record(ir::Op::Softmax, {x}); }
+
+Tensor rmsnorm(const Tensor& x, double eps, const std::string& name) {
+  Tensor w = x.tracer().param(name + ".weight", x.type().dtype, {x.type().shape.last()});
+  return rmsnorm(x, w, eps).named(name);
+}
+
+Tensor layernorm(const Tensor& x, double eps, const std::string& name) {
+  Tracer& t = x.tracer();
+  Tensor w = t.param(name + ".weight", x.type().dtype, {x.type().shape.last()});
+  Tensor b = t.param(name + ".bias", x.type().dtype, {x.type().shape.last()});
+  return layernorm(x, w, b, eps).named(name);
+}
+
 Tensor linear(const Tensor& x, int64_t out_features, bool bias, const std::string& name) {
   Tracer& t = x.tracer();
   ir::DType dt = x.type().dtype;

@@ -57,6 +57,24 @@ Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor exp(const Tensor& x);
 Tensor cast(const Tensor& x, ir::DType to);
+Tensor rsqrt(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor operator+(const Tensor& a, double constant);  // add_scalar
+
+// Row reductions over the last axis, keeping it: [.., N] -> [.., 1].
+Tensor reduce_sum(const Tensor& x);
+Tensor reduce_mean(const Tensor& x);
+Tensor reduce_max(const Tensor& x);
+// Composites over the last axis, recorded as one op each (passes/expand_composites lowers
+// them): weight * x / sqrt(mean(x^2) + eps); (x - mean) / sqrt(var + eps) * weight + bias;
+// exp(x - max) / sum(exp(x - max)).
+Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps);
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+Tensor softmax(const Tensor& x);
+// torch.nn.RMSNorm / LayerNorm(N) with params NAME.weight (and NAME.bias); the result is NAME.
+Tensor rmsnorm(const Tensor& x, double eps, const std::string& name);
+Tensor layernorm(const Tensor& x, double eps, const std::string& name);
 
 // torch.nn.Linear: creates params NAME.weight [out, in] and (with bias) NAME.bias [out]; the
 // result is named NAME (the bias add's result when there is a bias, else the matmul's).

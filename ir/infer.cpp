@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mlpc::ir {
 
 const Shape* broadcast_shape(const Shape& a, const Shape& b) {
@@ -12,6 +14,13 @@ const Shape* broadcast_shape(const Shape& a, const Shape& b) {
   };
   if (is_row_of(b, a)) return &a;
   if (is_row_of(a, b)) return &b;
+  // A per-row value [.., 1] (a kept-dim reduction) against a full [.., N] with the same rows.
+  auto is_column_of = [](const Shape& col, const Shape& full) {
+    return col.rank() == full.rank() && col.last() == 1 &&
+           std::equal(col.dims.begin(), col.dims.end() - 1, full.dims.begin());
+  };
+  if (is_column_of(b, a)) return &a;
+  if (is_column_of(a, b)) return &b;
   return nullptr;
 }
 
@@ -22,6 +31,19 @@ Inferred infer_type(Op op, std::span<const TensorType> in, const TensorType& dec
   if (arity >= 0 && static_cast<int>(in.size()) != arity)
     return fail(fmt::format("'{}' takes {} operand{}, got {}", op_name(op), arity,
                             arity == 1 ? "" : "s", in.size()));
+  if (op == Op::Concat) {  // params [N_i, K...] stacked along dim 0
+    if (in.size() < 2) return fail("concat takes at least 2 operands");
+    Shape out = in[0].shape;
+    out.dims[0] = 0;
+    for (const TensorType& t : in) {
+      if (t.dtype != in[0].dtype || t.shape.rank() != in[0].shape.rank() || t.shape.has_batch() ||
+          !std::equal(t.shape.dims.begin() + 1, t.shape.dims.end(), in[0].shape.dims.begin() + 1))
+        return fail(fmt::format("concat operands must share dtype and trailing dims: {} vs {}",
+                                to_string(in[0]), to_string(t)));
+      out.dims[0] += t.shape.dims[0];
+    }
+    return {{in[0].dtype, out}, {}};
+  }
   switch (op_kind(op)) {
     case OpKind::Source:
       if (declared.shape.rank() == 0) return fail("a tensor needs at least one dim");
@@ -80,10 +102,34 @@ Inferred infer_type(Op op, std::span<const TensorType> in, const TensorType& dec
         return {{in[0].dtype, *s}, {}};
       }
       if (op == Op::Cast) return {{declared.dtype, in[0].shape}, {}};
+      if (op == Op::Slice) {  // the width comes from the declared type; the offset is checked
+        const Shape& s = in[0].shape;  // by the verifier, which sees the node
+        const Shape& d = declared.shape;
+        if (d.rank() != s.rank() || d.last() == kBatchDim || d.last() < 1 ||
+            d.last() > s.last() || !std::equal(s.dims.begin(), s.dims.end() - 1, d.dims.begin()))
+          return fail(fmt::format("slice of {} must keep its leading dims and take 1 to {} "
+                                  "columns, got {}", to_string(s), s.last(), to_string(d)));
+        return {{in[0].dtype, d}, {}};
+      }
+      return {in[0], {}};
+    }
+    case OpKind::Reduction: {
+      Shape out = in[0].shape;
+      out.dims.back() = 1;
+      return {{in[0].dtype, out}, {}};
+    }
+    case OpKind::Composite: {
+      // rmsnorm / layernorm: a weight (and a bias) row vector [N] of x's dtype.
+      Shape row{{in[0].shape.last()}};
+      for (size_t i = 1; i < in.size(); ++i)
+        if (in[i].dtype != in[0].dtype || !(in[i].shape == row) || row.dims[0] == kBatchDim)
+          return fail(fmt::format("'{}' {} must be {}{}, got {}", op_name(op),
+                                  i == 1 ? "weight" : "bias", dtype_name(in[0].dtype),
+                                  to_string(row), to_string(in[i])));
       return {in[0], {}};
     }
     case OpKind::Fused: {
-      if (!body) return fail("fused.pointwise needs a region");
+      if (!body) return fail(fmt::format("{} needs a region", op_name(op)));
       auto ins = body->inputs();
       if (ins.size() != in.size())
         return fail(fmt::format("region takes {} value{}, fused node passes {}", ins.size(),

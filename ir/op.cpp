@@ -28,6 +28,8 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::Source: return "source";
     case OpKind::Pointwise: return "pointwise";
     case OpKind::Gemm: return "gemm";
+    case OpKind::Reduction: return "reduction";
+    case OpKind::Composite: return "composite";
     case OpKind::Fused: return "fused";
     case OpKind::Terminator: return "terminator";
   }

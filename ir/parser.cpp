@@ -1,6 +1,7 @@
 #include "ir/parser.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <charconv>
@@ -85,6 +86,7 @@ class Parser {
   std::string batch_;  // the batch symbol, once one has been seen
   std::string func_;
   size_t num_nodes_ = 0;
+  Op region_op_ = Op::FusedPointwise;  // the fused op whose region is being parsed
 };
 
 int64_t Parser::dim() {
@@ -198,22 +200,30 @@ void Parser::statement(Scope& s, bool in_region) {
   if (*op == Op::Input || *op == Op::Return)
     fail(op_tok.loc, *op == Op::Input ? "'input' is not a statement: inputs are function arguments"
                                       : "'return' does not define a value");
-  if (in_region && !is_pointwise(*op))
-    fail(op_tok.loc, *op == Op::FusedPointwise
+  if (in_region && region_op_ == Op::FusedReduction && !is_pointwise(*op) &&
+      !is_reduction(*op))
+    fail(op_tok.loc, is_fused(*op) ? std::string("fused regions cannot nest")
+                                   : fmt::format("'{}' is not allowed in a fused.reduction region "
+                                                 "(only pointwise ops and row reductions are)",
+                                                 op_tok.text));
+  if (in_region && region_op_ != Op::FusedReduction && !is_pointwise(*op))
+    fail(op_tok.loc, is_fused(*op)
                          ? std::string("fused.pointwise regions cannot nest")
                          : fmt::format("'{}' is not allowed in a fused.pointwise region (only "
                                        "pointwise ops are)", op_tok.text));
 
   Node n{.op = *op, .name = std::string(name.text.substr(1)), .loc = name.loc};
   std::vector<Operand> operands;
-  if (*op == Op::FusedPointwise) {
+  if (is_fused(*op)) {
     n.symbol = expect(Tok::Symbol, "a kernel symbol (@name)").text.substr(1);
     expect(Tok::LParen, "'('");
     operands = values(s);
     expect(Tok::RParen, "',' or ')'");
-  } else if (*op == Op::Scale) {
-    operands.push_back(value(s));
-    expect(Tok::Comma, "','");
+  } else if (has_scalar(*op)) {  // the operands, then the scalar: `scale %x, 0.5`
+    for (int k = 0; k < op_arity(*op); ++k) {
+      operands.push_back(value(s));
+      expect(Tok::Comma, "','");
+    }
     Token num = expect(Tok::Number, "a number");
     auto [end, ec] = std::from_chars(num.text.data(), num.text.data() + num.text.size(), n.scalar);
     if (ec == std::errc::result_out_of_range)
@@ -226,8 +236,9 @@ void Parser::statement(Scope& s, bool in_region) {
   if (*op != Op::Param) expect(Tok::Colon, "':'");
   SourceLoc type_loc = tok_.loc;
   TensorType declared = type();
-  if (*op == Op::FusedPointwise) {
+  if (is_fused(*op)) {
     SourceLoc open = expect(Tok::LBrace, "'{'").loc;
+    region_op_ = *op;
     n.body = region(s, n.symbol, operands, open);
   }
   for (const Operand& o : operands) n.operands.push_back(o.id);
@@ -331,7 +342,14 @@ Graph parse_file(const std::string& path) {
     throw Error(fmt::format("{}: error: cannot read file: {}", path, std::strerror(err)));
   };
   if (!f) cannot_read();
-  // Read at most one byte past the limit, so a huge (or endless) file is rejected cheaply.
+  // A regular file says its size: a giant one is refused before a byte of it is read.
+  struct stat st {};
+  if (::fstat(::fileno(f.get()), &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<uint64_t>(st.st_size) > kMaxInputBytes)
+    throw Error(fmt::format("{}: error: file is {} bytes; the limit is {} bytes (64 MiB)", path,
+                            static_cast<uint64_t>(st.st_size), kMaxInputBytes));
+  // Pipes and the like: read at most one byte past the limit, so a huge (or endless) stream is
+  // rejected cheaply.
   std::string text;
   char buf[1 << 16];
   while (text.size() <= kMaxInputBytes) {

@@ -26,11 +26,16 @@ class Printer {
       switch (n.op) {
         case Op::Param: out_ += " " + type(n.type) + "\n"; continue;
         case Op::FusedPointwise:
+        case Op::FusedReduction:
           out_ += fmt::format(" @{}({}) : {} {{\n", n.symbol, operands(g, n), type(n.type));
           body(*n.body, indent + 2);
           out_ += pad + "}\n";
           continue;
-        case Op::Scale: out_ += fmt::format(" {}, {}", operands(g, n), n.scalar); break;
+        case Op::Scale:
+        case Op::Slice:
+        case Op::AddScalar:
+        case Op::RmsNorm:
+        case Op::LayerNorm: out_ += fmt::format(" {}, {}", operands(g, n), n.scalar); break;
         default: out_ += " " + operands(g, n); break;
       }
       out_ += " : " + type(n.type) + "\n";

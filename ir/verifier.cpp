@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <set>
 #include <unordered_map>
 
 #include "ir/error.h"
 #include "ir/infer.h"
+#include "ir/row_space.h"
 
 namespace mlpc::ir {
 namespace {
@@ -78,25 +80,53 @@ class Verifier {
     if (arity >= 0 && static_cast<int>(n.operands.size()) != arity)
       fail(fmt::format("takes {} operand{}, got {}", arity, arity == 1 ? "" : "s",
                        n.operands.size()));
-    if (region && !(n.op == Op::Input || n.op == Op::Return || is_pointwise(n.op)))
+    if (region && region_op_ == Op::FusedReduction)
+      if (!(n.op == Op::Input || n.op == Op::Return || is_pointwise(n.op) || is_reduction(n.op)))
+        fail("only pointwise ops and row reductions may appear in a fused.reduction region");
+    if (region && region_op_ != Op::FusedReduction &&
+        !(n.op == Op::Input || n.op == Op::Return || is_pointwise(n.op)))
       fail("only pointwise ops may appear in a fused.pointwise region");
-    if (n.op == Op::FusedPointwise) {
+    if (is_fused(n.op)) {
       if (n.symbol.empty()) fail("has no kernel symbol");
       if (!is_name(n.symbol))
         fail(fmt::format("kernel symbol '{}' is not [A-Za-z0-9_.]+", n.symbol));
       if (!n.body) fail("has no region");
+      region_op_ = n.op;
       graph(*n.body, &n.symbol);  // depth 1: a region holding a fused node was rejected above
+      if (n.op == Op::FusedReduction)
+        if (std::string why = row_space_error(*n.body); !why.empty()) fail(why);
     } else if (n.body || !n.symbol.empty()) {
-      fail("only fused.pointwise nodes have a region and a kernel symbol");
+      fail("only fused.pointwise and fused.reduction nodes have a region and a kernel symbol");
     }
     if (n.op == Op::Scale && !std::isfinite(n.scalar))
       fail(fmt::format("scale factor must be finite, got {}", n.scalar));
+    if (n.op == Op::AddScalar && !std::isfinite(n.scalar))
+      fail(fmt::format("add_scalar constant must be finite, got {}", n.scalar));
+    if ((n.op == Op::RmsNorm || n.op == Op::LayerNorm) &&
+        !(std::isfinite(n.scalar) && n.scalar >= 0))
+      fail(fmt::format("eps must be finite and >= 0, got {}", n.scalar));
     Inferred r = infer_type(n.op, in, n.type, n.body.get());
     if (!r.error.empty()) fail(r.error);
+    if (n.op == Op::Slice) {
+      const double width = static_cast<double>(n.type.shape.last());
+      const double avail = static_cast<double>(g.node(n.operands[0]).type.shape.last());
+      if (!(n.scalar >= 0 && n.scalar == std::floor(n.scalar) && n.scalar + width <= avail))
+        fail(fmt::format("slice offset {} must be a whole number in [0, {}]", n.scalar,
+                         avail - width));
+    }
+    if (n.op == Op::Concat)
+      for (NodeId o : n.operands) {
+        if (g.node(o).op != Op::Param)
+          fail(fmt::format("concat operand %{} is not a param: concat lays params out once, at "
+                           "load time", g.node(o).name));
+        else if (!concat_members_.insert(&g.node(o)).second)
+          fail(fmt::format("param %{} is already in a concat (each param is laid out once)",
+                           g.node(o).name));
+      }
     if (n.op != Op::Return && !(r.type == n.type))
       fail(fmt::format("type {} does not match the inferred type {}",
                        to_string(n.type, g.batch_symbol), to_string(r.type, g.batch_symbol)));
-    if (n.op == Op::FusedPointwise) region_names(g, i, region);
+    if (is_fused(n.op)) region_names(g, i, region);
     if (n.op == Op::Return && i + 1 != g.size()) fail("the return must be the last node");
   }
 
@@ -129,6 +159,8 @@ class Verifier {
   }
 
   std::string_view file_;
+  Op region_op_ = Op::FusedPointwise;  // the fused op whose region is being verified
+  std::set<const Node*> concat_members_;  // params already stacked by a concat
 };
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <set>
+
 #include "passes/rebuild.h"
 
 namespace mlpc::passes {
@@ -39,7 +42,8 @@ std::optional<Op> folded(const ir::Graph& g, const Node& gemm, const Node& consu
 }
 
 // One round of folding: each GEMM absorbs at most one consumer. Returns whether any did.
-bool fold_once(ir::Graph& g, FusionReport* report) {
+bool fold_once(ir::Graph& g, FusionReport* report, const EpilogueDecider& decide,
+               std::set<std::string>& refused) {
   auto users = g.users();
   std::vector<int> fold_into(g.size(), -1);  // consumer index -> GEMM index folded into it
   std::vector<bool> absorbed(g.size(), false);
@@ -49,17 +53,29 @@ bool fold_once(ir::Graph& g, FusionReport* report) {
   for (const Node& n : g.nodes) {
     if (ir::op_kind(n.op) != ir::OpKind::Gemm) continue;
     uint32_t i = g.id_of(n).index;
-    if (users[i].size() != 1) continue;
+    if (users[i].size() != 1 || refused.count(n.name)) continue;
     const Node& consumer = g.node(users[i][0]);
     if (!ir::is_pointwise(consumer.op)) continue;
     int other = -1;
     std::string why_not;
     std::optional<Op> op = folded(g, n, consumer, g.id_of(n), &other, &why_not);
-    if (report)
+    EpilogueDecision d{op.has_value(), {}};
+    if (op && decide) {
+      const uint32_t c = users[i][0].index;
+      const bool more_pointwise =
+          std::any_of(users[c].begin(), users[c].end(),
+                      [&](NodeId u) { return ir::is_pointwise(g.node(u).op); });
+      d = decide({n.name, consumer.name, n.op, *op, n.type.shape.last(),
+                  g.node(n.operands[0]).type.shape.last(), n.type.dtype, !more_pointwise});
+      if (!d.fold) refused.insert(n.name);  // asked once: later rounds must not ask again
+    }
+    if (report) {
+      std::string reason = !op ? why_not : fmt::format("{} epilogue", ir::op_name(*op));
+      if (op && !d.reason.empty()) reason += (d.fold ? ": " : " not taken: ") + d.reason;
       report->decisions.push_back({"gemm_" + n.name, n.name, consumer.name,
-                                   op ? Verdict::Fused : Verdict::Rejected,
-                                   op ? fmt::format("{} epilogue", ir::op_name(*op)) : why_not});
-    if (!op) continue;
+                                   op && d.fold ? Verdict::Fused : Verdict::Rejected, reason});
+    }
+    if (!op || !d.fold) continue;
     uint32_t c = users[i][0].index;
     fold_into[c] = static_cast<int>(i);
     absorbed[i] = true;
@@ -92,10 +108,12 @@ bool fold_once(ir::Graph& g, FusionReport* report) {
 
 }  // namespace
 
-bool fuse_epilogue(ir::Graph& g, FusionReport* report) {
+bool fuse_epilogue(ir::Graph& g, FusionReport* report, const EpilogueDecider& decide) {
   bool changed = false;
-  // matmul -> matmul_bias -> matmul_bias_relu takes two rounds.
-  while (fold_once(g, report)) changed = true;
+  // matmul -> matmul_bias -> matmul_bias_relu takes two rounds. A refused GEMM keeps its name
+  // (a fold renames only the GEMMs it absorbs).
+  std::set<std::string> refused;
+  while (fold_once(g, report, decide, refused)) changed = true;
   return changed;
 }
 

@@ -7,11 +7,35 @@
 // Decisions go to `report` with the GEMM's step name as the group.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "ir/graph.h"
 #include "passes/fusion_report.h"
 
 namespace mlpc::passes {
 
-bool fuse_epilogue(ir::Graph& g, FusionReport* report = nullptr);
+// A legal fold, for a decider to weigh: the GEMM as it is (`from`) against the GEMM with the
+// consumer folded in (`to`). When `removes_kernel`, the consumer is the last pointwise op on the
+// GEMM's output, so not folding costs a kernel of its own; otherwise the consumer would join a
+// fused kernel that runs anyway.
+struct EpilogueCandidate {
+  std::string gemm, consumer;  // value names
+  ir::Op from = ir::Op::MatMul, to = ir::Op::MatMul;
+  int64_t n = 0, k = 0;
+  ir::DType dtype = ir::DType::F32;
+  bool removes_kernel = false;
+};
+
+struct EpilogueDecision {
+  bool fold = true;
+  std::string reason;  // printed in the fusion report after the epilogue's name
+};
+
+// Unset: every legal fold is taken (the rule).
+using EpilogueDecider = std::function<EpilogueDecision(const EpilogueCandidate&)>;
+
+bool fuse_epilogue(ir::Graph& g, FusionReport* report = nullptr,
+                   const EpilogueDecider& decide = {});
 
 }  // namespace mlpc::passes

@@ -86,6 +86,10 @@ class Grouper {
           decide(Verdict::Rejected, "producer is a matmul: fusion never crosses a GEMM");
           continue;
         case ir::OpKind::Pointwise: break;
+        case ir::OpKind::Reduction:
+          decide(Verdict::Rejected, "producer is a row reduction, not pointwise: fuse-reduction "
+                                    "gives it a row kernel");
+          continue;
         default: decide(Verdict::Rejected, "producer is already a kernel"); continue;
       }
       if (group_of_[p] != -1) continue;

@@ -6,8 +6,10 @@
 #include "ir/verifier.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
+#include "passes/expand_composites.h"
 #include "passes/fuse_epilogue.h"
 #include "passes/fuse_pointwise.h"
+#include "passes/fuse_reduction.h"
 
 namespace mlpc::passes {
 
@@ -25,10 +27,21 @@ PipelineResult run_pipeline(ir::Graph g, const PipelineOptions& options) {
     result.passes.push_back({name, changed, ms, changed ? ir::print(g) : std::string()});
   };
 
+  run("expand-composites", expand_composites);
   run("dce", dce);
   run("cse", cse);
   if (options.fusion && options.epilogues)
-    run("fuse-epilogue", [&](ir::Graph& x) { return fuse_epilogue(x, &result.fusion); });
+    run("fuse-epilogue", [&](ir::Graph& x) {
+      return fuse_epilogue(x, &result.fusion, options.epilogue_decider);
+    });
+  if (options.fusion && options.merge_gemms)
+    run("merge-gemms", [&](ir::Graph& x) {
+      return merge_gemms(x, options.merge_gemms, &result.fusion);
+    });
+  if (options.fusion)
+    run("fuse-reduction", [&](ir::Graph& x) { return fuse_reduction(x, &result.fusion); });
+  else
+    run("isolate-reduction", isolate_reduction);
   if (options.fusion)
     run("fuse-pointwise", [&](ir::Graph& x) { return fuse_pointwise(x, &result.fusion); });
   else

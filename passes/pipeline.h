@@ -7,12 +7,18 @@
 
 #include "ir/graph.h"
 #include "passes/fusion_report.h"
+#include "passes/fuse_epilogue.h"
+#include "passes/merge_gemms.h"
 
 namespace mlpc::passes {
 
 struct PipelineOptions {
   bool fusion = true;     // false: eager, every pointwise op its own kernel
   bool epilogues = false;  // fold bias / relu / gelu_tanh / residual into GEMMs (with fusion)
+  // Decides each sibling-GEMM merge (passes/merge_gemms.h); unset: the pass does not run.
+  GemmMergeDecider merge_gemms;
+  // Decides each legal epilogue fold (passes/fuse_epilogue.h); unset: every one is taken.
+  EpilogueDecider epilogue_decider;
 };
 
 struct PassRecord {

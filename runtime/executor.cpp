@@ -13,6 +13,7 @@
 
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
+#include "runtime/step_hooks.h"
 
 namespace mlpc::runtime {
 namespace {
@@ -158,8 +159,8 @@ Executor::~Executor() {
     b->drop_graph();
     if (b->arena) cudaFree(b->arena);
   }
-  for (void* p : params_)
-    if (p) cudaFree(p);
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (params_[i] && plan_.buffers[i].view_of < 0) cudaFree(params_[i]);  // views own nothing
   if (capture_stream_) cudaStreamDestroy(capture_stream_);
   for (cudaLibrary_t lib : libraries_) cudaLibraryUnload(lib);
 }
@@ -252,14 +253,20 @@ void Executor::set_tensor(const std::string& name, const HostTensor& t) {
     throw Error(fmt::format("tensor for {}: expected {}[{}], got {}[{}] with {} values", name,
                             ir::dtype_name(b.type.dtype), fmt::join(dims, ", "),
                             ir::dtype_name(t.dtype), fmt::join(t.dims, ", "), t.data.size()));
+  if (b.stacked)
+    throw Error(fmt::format("param {} is a concat: set the params it stacks instead", name));
   const std::vector<uint8_t> bytes = encode(t);
   void* dst = nullptr;
   if (b.role == codegen::BufferRole::Param) {
-    if (!params_[i]) {
-      MLPC_CUDA(cudaMalloc(&params_[i], std::max<size_t>(bytes.size(), 1)));
+    // A param stacked into a concat is uploaded into its place in the concat's allocation.
+    const int owner = b.view_of >= 0 ? b.view_of : i;
+    if (!params_[owner]) {
+      const size_t owner_bytes = static_cast<size_t>(plan_.buffers[owner].bytes(0));
+      MLPC_CUDA(cudaMalloc(&params_[owner], std::max<size_t>(owner_bytes, 1)));
       // A new device pointer: every resolved launch list (and graph) is stale.
       for (auto& [batch, bound] : batches_) bound->invalidate();
     }
+    if (b.view_of >= 0) params_[i] = static_cast<char*>(params_[owner]) + b.view_offset;
     dst = params_[i];
   } else {
     dst = device_ptr(i);
@@ -267,6 +274,12 @@ void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   // In place, at the same address: captured graphs stay valid and see the new values.
   if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   set_[i] = true;
+  if (b.view_of >= 0) {  // the concat is set once every param it stacks is
+    bool all = true;
+    for (const codegen::Buffer& other : plan_.buffers)
+      if (other.view_of == b.view_of) all &= set_[buffer_index(other.name)];
+    set_[b.view_of] = all;
+  }
 }
 
 void Executor::resolve_launches(Bound& b) {
@@ -314,6 +327,8 @@ void Executor::resolve_launches(Bound& b) {
 }
 
 void Executor::enqueue_one(Launch& l, cudaStream_t stream) {
+  // An NVTX range named after the step, and the trace recorder's hooks (runtime/step_hooks.h).
+  StepScope scope(plan_, static_cast<size_t>(&l - cur_->launches.data()), stream);
   if (l.gemm) {
     if (l.rows > 0) gemm_.run(*l.gemm, l.rows, l.ops, stream);
   } else if (l.n > 0) {

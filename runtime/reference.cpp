@@ -28,6 +28,10 @@ double apply_unary(const ir::Node& n, double x) {
     case ir::Op::Neg: return -x;
     case ir::Op::Scale: return x * n.scalar;
     case ir::Op::Cast: return round_to(n.type.dtype, x);
+    case ir::Op::Rsqrt: return 1.0 / std::sqrt(x);
+    case ir::Op::Sqrt: return std::sqrt(x);
+    case ir::Op::Square: return x * x;
+    case ir::Op::AddScalar: return x + n.scalar;
     default: break;
   }
   MLPC_ASSERT(false, fmt::format("reference has no unary op '{}'", ir::op_name(n.op)));
@@ -73,6 +77,59 @@ HostTensor matmul(const HostTensor& x, const HostTensor& w, ir::DType dtype) {
   return y;
 }
 
+// Element i of `big`'s iteration space in operand t: t is `big` itself, a row vector, or a
+// per-row value [.., 1] that broadcasts across its row.
+double broadcast_at(const HostTensor& t, const HostTensor& big, int64_t i) {
+  bool per_row = t.dims.size() == big.dims.size() && t.row_len() == 1 && big.row_len() != 1;
+  return per_row ? t.data[i / big.row_len()] : at(t, i);
+}
+
+// Row reductions over the last axis, keeping it as 1.
+HostTensor reduce_rows(ir::Op op, const HostTensor& x) {
+  int64_t n = x.row_len(), rows = x.numel() / n;
+  HostTensor y{x.dtype, x.dims, std::vector<double>(rows)};
+  y.dims.back() = 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* row = &x.data[r * n];
+    double acc = op == ir::Op::ReduceMax ? row[0] : 0.0;
+    for (int64_t i = 0; i < n; ++i)
+      acc = op == ir::Op::ReduceMax ? std::max(acc, row[i]) : acc + row[i];
+    y.data[r] = op == ir::Op::ReduceMean ? acc / static_cast<double>(n) : acc;
+  }
+  return y;
+}
+
+// rmsnorm, layernorm and softmax over the last axis, computed directly (not from the expansion
+// passes/expand_composites makes, so the two check each other).
+HostTensor composite(const ir::Node& node, const HostTensor& x, const HostTensor* w,
+                     const HostTensor* b) {
+  int64_t n = x.row_len(), rows = x.numel() / n;
+  HostTensor y{node.type.dtype, x.dims, std::vector<double>(x.data.size())};
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* in = &x.data[r * n];
+    double* out = &y.data[r * n];
+    double mean = 0, sq = 0, max = in[0], sum = 0;
+    for (int64_t i = 0; i < n; ++i) mean += in[i] / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) max = std::max(max, in[i]);
+    for (int64_t i = 0; i < n; ++i) {
+      double c = node.op == ir::Op::LayerNorm ? in[i] - mean : in[i];
+      sq += c * c / static_cast<double>(n);
+      sum += std::exp(in[i] - max);
+    }
+    double inv = 1.0 / std::sqrt(sq + node.scalar);
+    for (int64_t i = 0; i < n; ++i) {
+      switch (node.op) {
+        case ir::Op::RmsNorm: out[i] = in[i] * inv * w->data[i]; break;
+        case ir::Op::LayerNorm: out[i] = (in[i] - mean) * inv * w->data[i] + b->data[i]; break;
+        case ir::Op::Softmax: out[i] = std::exp(in[i] - max) / sum; break;
+        default: MLPC_ASSERT(false, fmt::format("reference has no composite '{}'",
+                                                ir::op_name(node.op)));
+      }
+    }
+  }
+  return y;
+}
+
 std::vector<HostTensor> evaluate(const ir::Graph& g, std::vector<HostTensor> bound_inputs,
                                  const std::map<std::string, HostTensor>* named) {
   std::vector<HostTensor> v(g.size());
@@ -82,6 +139,13 @@ std::vector<HostTensor> evaluate(const ir::Graph& g, std::vector<HostTensor> bou
     auto operand = [&](int i) -> const HostTensor& { return v[n.operands[i].index]; };
     switch (ir::op_kind(n.op)) {
       case ir::OpKind::Source: {
+        if (n.op == ir::Op::Concat) {  // params stacked along dim 0: row-major, one after another
+          out = HostTensor{n.type.dtype, n.type.shape.dims, {}};
+          for (size_t i = 0; i < n.operands.size(); ++i)
+            out.data.insert(out.data.end(), operand(static_cast<int>(i)).data.begin(),
+                            operand(static_cast<int>(i)).data.end());
+          break;
+        }
         if (!named) {  // a region: its inputs are the fused node's operands, in order
           out = std::move(bound_inputs[next_input++]);
           break;
@@ -107,18 +171,36 @@ std::vector<HostTensor> evaluate(const ir::Graph& g, std::vector<HostTensor> bou
       }
       case ir::OpKind::Pointwise: {
         const HostTensor& a = operand(0);
+        if (n.op == ir::Op::Slice) {  // columns [offset, offset + width) of every row
+          const int64_t width = n.type.shape.last(), ld = a.row_len();
+          const auto offset = static_cast<int64_t>(n.scalar);
+          out = HostTensor{n.type.dtype, a.dims, {}};
+          out.dims.back() = width;
+          out.data.reserve(static_cast<size_t>(a.numel() / ld * width));
+          for (int64_t r = 0; r < a.numel() / ld; ++r)
+            out.data.insert(out.data.end(), a.data.begin() + r * ld + offset,
+                            a.data.begin() + r * ld + offset + width);
+          break;
+        }
         if (n.operands.size() == 2) {
           const HostTensor& b = operand(1);
           const HostTensor& big = a.data.size() >= b.data.size() ? a : b;
           out = HostTensor{n.type.dtype, big.dims, std::vector<double>(big.data.size())};
           for (size_t i = 0; i < out.data.size(); ++i)
-            out.data[i] = apply_binary(n.op, at(a, i), at(b, i));
+            out.data[i] = apply_binary(n.op, broadcast_at(a, big, i), broadcast_at(b, big, i));
         } else {
           out = HostTensor{n.type.dtype, a.dims, std::vector<double>(a.data.size())};
           for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = apply_unary(n, a.data[i]);
         }
         break;
       }
+      case ir::OpKind::Reduction:
+        out = reduce_rows(n.op, operand(0));
+        break;
+      case ir::OpKind::Composite:
+        out = composite(n, operand(0), n.operands.size() > 1 ? &operand(1) : nullptr,
+                        n.operands.size() > 2 ? &operand(2) : nullptr);
+        break;
       case ir::OpKind::Fused: {
         std::vector<HostTensor> args;
         for (ir::NodeId o : n.operands) args.push_back(v[o.index]);

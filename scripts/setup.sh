@@ -4,6 +4,13 @@
 set -euo pipefail
 
 packages=(cmake g++ libfmt-dev catch2 libcli11-dev nlohmann-json3-dev)
+# The fuzz targets (-DMLPC_FUZZ=ON): clang 16 or newer (older ones reject lambdas that capture
+# structured bindings, which C++20 allows) and its libFuzzer runtime.
+packages+=(clang-16 libclang-rt-16-dev)
+# Graphviz: `dot` renders the dump folder's graph.dot, and the dump tests check that it can.
+packages+=(graphviz)
+# PyTorch (CPU, 1.13) for the end-to-end test against PyTorch (tests/torch_e2e.sh); about 3 min.
+packages+=(python3-torch)
 
 installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'

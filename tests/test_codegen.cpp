@@ -49,7 +49,7 @@ func @f(%x: bf16[M, 3072]) -> bf16[M, 3072] {
 })");
   CHECK(k.vec == 8);
   CHECK(k.row_len == 3072);
-  CHECK(k.source.find("mlpc_load<kVec>(in1 + i % kRowLen") != std::string::npos);
+  CHECK(k.source.find("mlpc_load<kVec>(in1 + (i % kRowLen)") != std::string::npos);
   CHECK(k.source.find("//   %y = add %x, %b") != std::string::npos);
   CHECK(k.source.find("//   %z = gelu_tanh %y") != std::string::npos);
 }

@@ -186,14 +186,14 @@ TEST_CASE("verifier: fused.pointwise needs a symbol and a region", "[verifier]")
   CHECK_THROWS_WITH(verify(g), "node %h (fused.pointwise): has no region");
 }
 
-TEST_CASE("verifier: only fused.pointwise has a region", "[verifier]") {
+TEST_CASE("verifier: only fused nodes have a region", "[verifier]") {
   Graph g = mlp();
   g.nodes[4].symbol = "k";
-  CHECK_THROWS_WITH(verify(g), "node %a (gelu_tanh): only fused.pointwise nodes have a region "
-                               "and a kernel symbol");
+  CHECK_THROWS_WITH(verify(g), "node %a (gelu_tanh): only fused.pointwise and fused.reduction "
+                               "nodes have a region and a kernel symbol");
   g = mlp();
   g.nodes[4].body = fused().nodes[2].body;
-  CHECK_THROWS_WITH(verify(g), Contains("only fused.pointwise nodes have a region"));
+  CHECK_THROWS_WITH(verify(g), Contains("only fused.pointwise and fused.reduction nodes have"));
 }
 
 TEST_CASE("verifier: a region holds only pointwise ops", "[verifier]") {
