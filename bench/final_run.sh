@@ -13,7 +13,7 @@ export MLPC_CACHE_DIR=${MLPC_CACHE_DIR:-/tmp/mlpc-cache} PYTHONUNBUFFERED=1
 want() { [[ ",$parts," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
 if want tests; then
-  timeout 300 "$bin/mlpc_gpu_tests" > "$out/gpu_tests.log" 2>&1
+  timeout ${GPU_TESTS_TIMEOUT:-300} "$bin/mlpc_gpu_tests" > "$out/gpu_tests.log" 2>&1
   echo "gpu tests: exit $?"; tail -2 "$out/gpu_tests.log"
 fi
 if want bench; then
