@@ -103,7 +103,7 @@ TEST_CASE("mlpc run --device cpu: --save-weights then --weights gives the same o
   CHECK(mlpc::io::read_file_bytes(f.path("z3.npy")) == mlpc::io::read_file_bytes(f.path("z4.npy")));
 }
 
-TEST_CASE("mlpc run: the batch comes from --input; bf16 outputs are written as f32",
+TEST_CASE("mlpc run: the batch comes from --input and bf16 outputs are written as f32",
           "[cli][files]") {
   Files f;
   mlpc::io::write_npy(f.path("x.npy"), linear_input(3));
