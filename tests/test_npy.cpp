@@ -86,7 +86,7 @@ TEST_CASE("npy: mlpc writes byte for byte what NumPy writes", "[npy]") {
   CHECK(io::encode_npy(h) == data_file("numpy_f16_4.npy"));
 }
 
-TEST_CASE("npy: round trips; bf16 is written as f32, exactly", "[npy]") {
+TEST_CASE("npy: round trips and bf16 is written as f32 exactly", "[npy]") {
   test::ScratchDir dir;
   HostTensor b{ir::DType::BF16, {2, 2}, {1.0078125, -3.5, 1e30, 0}};
   for (double& v : b.data) v = runtime::round_to(ir::DType::BF16, v);

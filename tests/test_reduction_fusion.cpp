@@ -128,7 +128,7 @@ func @n(%x: bf16[M, 768]) -> bf16[M, 768] {
   CHECK(report.find("y.weight", "y.scaled")->verdict == passes::Verdict::Fused);
 }
 
-TEST_CASE("softmax: two reductions, one kernel; the bias add before it joins as prologue",
+TEST_CASE("softmax: two reductions, one kernel, and the bias add before it joins as prologue",
           "[reduction][fusion]") {
   passes::FusionReport report;
   std::string got = after(R"(
