@@ -216,7 +216,7 @@ TEST_CASE("merge decisions: taken only when measured at least 1% faster", "[merg
   CHECK(decide_merge(0.0, {50.0, 50.0}, 16).reason == "could not time the GEMMs");
 }
 
-TEST_CASE("-O2 merges only by measurement: without a GPU the GEMMs stay apart", "[merge]") {
+TEST_CASE("merges at -O2 only by measurement: without a GPU the GEMMs stay apart", "[merge]") {
   CompileOptions o{.fusion = true, .epilogues = true, .build_kernels = false};
   o.merge_gemms = MergeGemms::Measure;
   CompiledGraph c = compile(make_sample("geglu"), o);
