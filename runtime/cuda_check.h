@@ -39,12 +39,18 @@ template <class Status>
 
 }  // namespace mlpc::runtime::detail
 
+// A failed call also leaves its status as the thread's "last error", which the next
+// cudaGetLastError() (the check after every kernel launch) would report as its own: a caught
+// out-of-memory from cudaMalloc failed the next, unrelated launch. Reading it clears it (a sticky
+// error, one that corrupts the context, stays and is reported by every later call anyway).
 #define MLPC_CUDA(call)                                                                    \
   do {                                                                                     \
     cudaError_t mlpc_status_ = (call);                                                     \
-    if (mlpc_status_ != cudaSuccess)                                                       \
+    if (mlpc_status_ != cudaSuccess) {                                                     \
+      (void)cudaGetLastError();                                                            \
       ::mlpc::runtime::detail::throw_call_error("CUDA", #call, mlpc_status_, __FILE__,     \
                                                 __LINE__);                                 \
+    }                                                                                      \
   } while (0)
 
 #define MLPC_CUBLAS(call)                                                                  \

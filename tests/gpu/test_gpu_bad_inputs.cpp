@@ -3,6 +3,7 @@
 // Both are mlpc::Error (the CLI prints them in one line with exit code 1) and leave the process
 // able to carry on.
 #include <catch2/catch.hpp>
+#include <cuda_runtime_api.h>
 
 #include <string>
 
@@ -49,7 +50,10 @@ TEST_CASE("bad input on the GPU: out of device memory", "[gpu][bad_input]") {
   CHECK_THROWS_WITH(ex.bind_batch(int64_t{1} << 24),
                     StartsWith("CUDA call `cudaMalloc(&b->arena, total)` failed: "
                                "cudaErrorMemoryAllocation (out of memory) at runtime/executor.cpp:"));
-  // The failed allocation left nothing behind: a batch that fits still binds.
+  // The failed allocation left nothing behind: no stale "last error" for the next launch's
+  // check to report as its own (it failed the next test's first kernel), and a batch that fits
+  // still binds.
+  CHECK(cudaGetLastError() == cudaSuccess);
   CHECK_NOTHROW(ex.bind_batch(8));
   CHECK(ex.arena_bytes() > 0);
 }
