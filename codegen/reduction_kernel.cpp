@@ -124,16 +124,28 @@ constexpr int kMaxCachedFloats = 32;
 class RowKernel {
  public:
   RowKernel(const ir::Graph& g, const Node& fused)
-      : g_(g), fused_(fused), body_(*fused.body), element_(body_.size(), false) {}
+      : g_(g),
+        fused_(fused),
+        body_(*fused.body),
+        element_(body_.size(), false),
+        kept_(body_.size(), false),
+        stored_(body_.size(), false) {}
 
   KernelStep run();
 
  private:
   bool element(NodeId id) const { return element_[id.index]; }
+  // Only the row itself stays in registers across passes; a row vector (a weight, a bias) is
+  // the same for every row, so each pass reloads it from L1 instead of holding registers that
+  // would cost occupancy (layernorm's x, weight and bias held 96 floats: 122 registers).
+  bool held(size_t input) const {
+    return shape_.cached && in_role_[input] == ir::RowRole::Full;
+  }
   std::string load_expr(size_t input) const {
-    return shape_.cached ? fmt::format("x{}[j][k]", input) : fmt::format("x{}[k]", input);
+    return held(input) ? fmt::format("x{}[j][k]", input) : fmt::format("x{}[k]", input);
   }
   std::set<uint32_t> cone(NodeId target) const;
+  void choose_kept(const std::vector<NodeId>& passes);
   void emit_chunk_loop(const std::set<uint32_t>& cone, const std::string& per_element,
                        const std::string& before, const std::string& after);
   std::string elements(const std::set<uint32_t>& cone) const;
@@ -146,6 +158,10 @@ class RowKernel {
   std::vector<ir::RowRole> in_role_;
   std::vector<bool> element_;  // per body node: varies along the row (else one value per row)
   std::vector<int> input_of_;  // per body node: its input index, or -1
+  // Per body node: an element value computed in one pass and read again by a later one, kept in
+  // registers (k_<name>[kChunks][kVec]) instead of being recomputed: softmax's exp.
+  std::vector<bool> kept_;
+  std::vector<bool> stored_;  // kept and already written by an earlier pass
   RowShape shape_;
   int vec_ = 1;
   std::string src_;
@@ -160,6 +176,7 @@ std::set<uint32_t> RowKernel::cone(NodeId target) const {
     NodeId id = todo.back();
     todo.pop_back();
     if (!element(id) || !out.insert(id.index).second) continue;
+    if (stored_[id.index]) continue;  // read back from registers
     for (NodeId o : body_.node(id).operands) todo.push_back(o);
   }
   return out;
@@ -174,9 +191,21 @@ std::string RowKernel::elements(const std::set<uint32_t>& cone) const {
       s += fmt::format("        const float {} = {};\n", var(n.name), load_expr(input_of_[i]));
       continue;
     }
+    if (stored_[i]) {
+      s += fmt::format("        const float {0} = k_{0}[j][k];\n", var(n.name));
+      continue;
+    }
     std::vector<std::string> args;
     for (NodeId o : n.operands) args.push_back(var(body_.node(o).name));
-    s += fmt::format("        const float {} = {};\n", var(n.name), cuda_expr(n, args));
+    if (n.op == ir::Op::Div && !element(n.operands[1])) {
+      // By one value per row (softmax's sum): times its reciprocal, which the compiler takes
+      // once per row; an IEEE division per element cost softmax a fifth of its instructions.
+      s += fmt::format("        const float {} = {} * (1.0f / {});\n", var(n.name), args[0],
+                       args[1]);
+    } else {
+      s += fmt::format("        const float {} = {};\n", var(n.name), cuda_expr(n, args));
+    }
+    if (kept_[i]) s += fmt::format("        k_{0}[j][k] = {0};\n", var(n.name));
   }
   return s;
 }
@@ -189,11 +218,10 @@ void RowKernel::emit_chunk_loop(const std::set<uint32_t>& cone, const std::strin
   src_ += "    for (int j = 0; j < kChunks; ++j) {\n"
           "      const int col = (j * kThreadsPerRow + lane) * kVec;\n"
           "      if (col < kRowLen) {  // the last chunk of a row can be partial\n";
-  if (!shape_.cached)
-    for (uint32_t i : cone)
-      if (input_of_[i] >= 0)
-        src_ += fmt::format("      float x{0}[kVec];\n      mlpc_load<kVec>(row{0} + col, x{0});\n",
-                            input_of_[i]);
+  for (uint32_t i : cone)
+    if (input_of_[i] >= 0 && !held(static_cast<size_t>(input_of_[i])))
+      src_ += fmt::format("      float x{0}[kVec];\n      mlpc_load<kVec>(row{0} + col, x{0});\n",
+                          input_of_[i]);
   src_ += before;
   src_ += "#pragma unroll\n      for (int k = 0; k < kVec; ++k) {\n";
   src_ += elements(cone);
@@ -201,6 +229,29 @@ void RowKernel::emit_chunk_loop(const std::set<uint32_t>& cone, const std::strin
   src_ += "      }\n";
   src_ += after;
   src_ += "      }\n    }\n";
+}
+
+// Values worth keeping: costly element ops (exp, tanh, division, ...) that an earlier pass
+// computes and a later pass or the output needs again, when the row is held in registers (a
+// re-read row has no registers to spare).
+void RowKernel::choose_kept(const std::vector<NodeId>& passes) {
+  if (!shape_.cached) return;
+  auto costly = [](ir::Op op) {
+    switch (op) {
+      case ir::Op::Exp: case ir::Op::Tanh: case ir::Op::Gelu: case ir::Op::GeluTanh:
+      case ir::Op::Silu: case ir::Op::Sigmoid: case ir::Op::Div: case ir::Op::Sqrt:
+      case ir::Op::Rsqrt: return true;
+      default: return false;
+    }
+  };
+  std::vector<int> first_pass(body_.size(), -1);
+  std::vector<NodeId> readers = passes;
+  if (element(body_.outputs()[0])) readers.push_back(body_.outputs()[0]);
+  for (size_t p = 0; p < readers.size(); ++p)
+    for (uint32_t i : cone(p < passes.size() ? body_.node(readers[p]).operands[0] : readers[p])) {
+      if (first_pass[i] < 0) first_pass[i] = static_cast<int>(p);
+      else if (first_pass[i] < static_cast<int>(p) && costly(body_.nodes[i].op)) kept_[i] = true;
+    }
 }
 
 KernelStep RowKernel::run() {
@@ -322,16 +373,22 @@ KernelStep RowKernel::run() {
   if (shape_.cached) {
     src_ += "    // The row, loaded once.\n";
     for (size_t i = 0; i < ins_.size(); ++i)
-      if (in_role_[i] != ir::RowRole::PerRow)
-        src_ += fmt::format("    float x{}[kChunks][kVec];\n", i);
+      if (held(i)) src_ += fmt::format("    float x{}[kChunks][kVec];\n", i);
     src_ += "#pragma unroll\n    for (int j = 0; j < kChunks; ++j) {\n"
             "      const int col = (j * kThreadsPerRow + lane) * kVec;\n"
             "      if (col < kRowLen) {\n";
     for (size_t i = 0; i < ins_.size(); ++i)
-      if (in_role_[i] != ir::RowRole::PerRow)
-        src_ += fmt::format("        mlpc_load<kVec>(row{0} + col, x{0}[j]);\n", i);
+      if (held(i)) src_ += fmt::format("        mlpc_load<kVec>(row{0} + col, x{0}[j]);\n", i);
     src_ += "      }\n    }\n";
   }
+  std::vector<NodeId> passes;
+  for (const Node& n : body_.nodes)
+    if (ir::is_reduction(n.op)) passes.push_back(body_.id_of(n));
+  choose_kept(passes);
+  for (size_t i = 0; i < kept_.size(); ++i)
+    if (kept_[i])
+      src_ += fmt::format("    float k_{}[kChunks][kVec];  // kept for a later pass\n",
+                          var(body_.nodes[i].name));
 
   // Per-row values in program order: each reduction is a pass over the row; the pointwise ops
   // on per-row values follow as soon as their operands are known.
@@ -366,7 +423,9 @@ KernelStep RowKernel::run() {
                                             var(body_.node(operand).name))
                               : fmt::format("        {0} += {1};\n", acc,
                                             var(body_.node(operand).name));
-    emit_chunk_loop(cone(operand), fold, "", "");
+    const std::set<uint32_t> pass_cone = cone(operand);
+    emit_chunk_loop(pass_cone, fold, "", "");
+    for (uint32_t i : pass_cone) stored_[i] = stored_[i] || kept_[i];
     std::string combine = block ? fmt::format("mlpc_block_{}<kThreadsPerRow / 32>({}, smem)",
                                               is_max ? "max" : "sum", acc)
                                 : fmt::format("mlpc_warp_{}({})", is_max ? "max" : "sum", acc);
