@@ -53,8 +53,13 @@ runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype) {
   std::vector<int> depth(g.size(), 0);  // ops on the longest path from an input
   int max_depth = 1;
   for (const ir::Node& n : g.nodes) {
-    if (ir::op_kind(n.op) == ir::OpKind::Gemm)
+    // A GEMM accumulates K products per output, a row reduction (or a norm or softmax, which
+    // hold one) the row's length: both round like a K-long sum.
+    const ir::OpKind kind = ir::op_kind(n.op);
+    if (kind == ir::OpKind::Gemm)
       max_k = std::max(max_k, g.node(n.operands[1]).type.shape.last());
+    if (kind == ir::OpKind::Reduction || kind == ir::OpKind::Composite)
+      max_k = std::max(max_k, g.node(n.operands[0]).type.shape.last());
     if (ir::op_kind(n.op) == ir::OpKind::Source || n.op == ir::Op::Return) continue;
     int d = 0;
     for (ir::NodeId o : n.operands) d = std::max(d, depth[o.index]);
