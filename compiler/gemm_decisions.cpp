@@ -67,7 +67,7 @@ std::optional<codegen::Epilogue> epilogue_of(ir::Op op) {
 passes::EpilogueDecision decide_epilogue(double epilogue_us, double plain_us, double kernel_us,
                                          int64_t rows) {
   if (!(epilogue_us > 0 && plain_us > 0)) return {true, "could not time the GEMMs (the rule)"};
-  const bool fold = epilogue_us <= plain_us + kernel_us;
+  const bool fold = epilogue_us <= (plain_us + kernel_us) * (1.0 + kEpilogueNoise);
   std::string alternative = kernel_us > 0 ? fmt::format("{:.1f} + {:.1f} us for a kernel of its "
                                                         "own", plain_us, kernel_us)
                                           : fmt::format("{:.1f} us with it in the fused kernel",

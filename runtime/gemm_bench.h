@@ -27,6 +27,7 @@ class GemmBench {
   double copy_us(int64_t bytes);
 
  private:
+  struct Timer;
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -216,6 +216,19 @@ TEST_CASE("merge decisions: taken only when measured at least 1% faster", "[merg
   CHECK(decide_merge(0.0, {50.0, 50.0}, 16).reason == "could not time the GEMMs");
 }
 
+TEST_CASE("epilogue decisions: a fold within timing noise of not folding is taken", "[merge]") {
+  // mlp3_small's fc1 on the H200: the bias fold alone removes no kernel (the relu keeps it).
+  CHECK(decide_epilogue(9.2, 9.0, 0.0, 64).fold);
+  CHECK(decide_epilogue(9.2, 9.0, 0.0, 64).reason ==
+        "measured at M=64: 9.2 us vs 9.0 us with it in the fused kernel");
+  CHECK(decide_epilogue(9.2, 9.0, 5.9, 64).reason ==
+        "measured at M=64: 9.2 us vs 9.0 + 5.9 us for a kernel of its own");
+  CHECK_FALSE(decide_epilogue(9.5, 9.0, 0.0, 64).fold);    // 5.6% slower: not noise
+  CHECK(decide_epilogue(60.0, 50.0, 12.0, 8192).fold);     // cheaper than a kernel of its own
+  CHECK_FALSE(decide_epilogue(70.0, 50.0, 12.0, 8192).fold);
+  CHECK(decide_epilogue(0.0, 50.0, 12.0, 8192).fold);      // not timed: the rule folds
+}
+
 TEST_CASE("merges at -O2 only by measurement: without a GPU the GEMMs stay apart", "[merge]") {
   CompileOptions o{.fusion = true, .epilogues = true, .build_kernels = false};
   o.merge_gemms = MergeGemms::Measure;
