@@ -7,7 +7,9 @@
 # output) and OUT_DIR/summary.txt: one line per run with its exit code and error count, then
 # "total errors: N". Exits 0 only when every run passed with zero reports.
 # MLPC_SANITIZE_TIMEOUT (seconds per run, default 900) bounds each run; a timeout counts as a
-# failure (exit 124 in the summary).
+# failure (exit 124 in the summary). MLPC_SANITIZE_TESTS, a Catch test spec without spaces
+# (e.g. "[reduction],[merge],*pointwise*"), limits the GPU tests checked (default: all of them;
+# under memcheck they take about 20x their plain time).
 set -uo pipefail
 out=${1:?usage: bench/sanitize_gpu.sh OUT_DIR [BIN_DIR]}
 bin=${2:-stage/bin}
@@ -21,7 +23,7 @@ limit=${MLPC_SANITIZE_TIMEOUT:-900}
 
 # name|command (words split on spaces)
 runs=(
-  "gpu_tests|$bin/mlpc_gpu_tests"
+  "gpu_tests|$bin/mlpc_gpu_tests ${MLPC_SANITIZE_TESTS:-}"
   "run_geglu_O1|$bin/mlpc run --sample geglu --batch 64"
   "run_mlp3_small_O0|$bin/mlpc run --sample mlp3_small --batch 33 -O0 --no-cuda-graph"
   "run_linear_O2|$bin/mlpc run --sample linear --batch 17 -O2"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Where the remaining time goes, on the GPU machine: the -O2 decisions of each sample as printed
+# by `mlpc compile`, one-launch plans with and without a CUDA graph, and each large sample over a
+# sweep of batch sizes (per-row cost vs batch: what splitting a batch into L2-sized row chunks
+# would gain).  Usage: bench/sweep_run.sh OUT_DIR [BIN_DIR]
+set -uo pipefail
+out=${1:?usage: bench/sweep_run.sh OUT_DIR [BIN_DIR]}
+bin=${2:-stage/bin}
+mkdir -p "$out"
+export MLPC_CACHE_DIR=${MLPC_CACHE_DIR:-/tmp/mlpc-cache}
+m="$bin/mlpc"
+for s in mlp3_small mlp3 geglu linear ffn; do timeout 60 "$m" compile --sample $s -O2 > "$out/c_$s.txt" 2>&1; done
+timeout 60 "$m" bench --sample linear --batch 1024 -O2 --no-cuda-graph --json > "$out/linear_nograph.json" 2>&1
+timeout 60 "$m" bench --sample mlp3_small --batch 64 -O2 --no-cuda-graph --json > "$out/small_nograph.json" 2>&1
+timeout 60 "$m" bench --sample mlp3_small --batch 64 -O1 --json > "$out/small_O1.json" 2>&1
+timeout 100 "$m" bench --sample geglu -O2 --batch 512,1024,2048,4096,8192 --json > "$out/geglu_b.json" 2>&1
+timeout 100 "$m" bench --sample ffn -O2 --batch 1024,2048,4096,8192 --json > "$out/ffn_b.json" 2>&1
+timeout 150 "$m" bench --sample llama_geglu -O2 --batch 512,1024,2048,4096 --json > "$out/llama_b.json" 2>&1
+timeout 150 "$m" bench --sample mlp3 -O2 --batch 1024,2048,8192 --json > "$out/mlp3_b.json" 2>&1
+python3 - "$out" <<'PY'
+import json, sys, os, glob
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*_b.json"))) + sorted(glob.glob(os.path.join(sys.argv[1], "*graph*.json"))) + [os.path.join(sys.argv[1], "small_O1.json")]:
+    for line in open(f):
+        if not line.startswith("{"): continue
+        r = json.loads(line); c = r["modes"]["compiled"]
+        print(f"{os.path.basename(f):<20} M={r['batch']:<6} {c['median_us']:9.1f} us  per 1k rows {c['median_us']/r['batch']*1024:8.1f}  launches {c['launches']}  " +
+              " ".join(f"{s['name']}={s['us']:.1f}" for s in c["steps"]))
+PY
