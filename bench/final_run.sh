@@ -56,6 +56,10 @@ for part in explain reduction e2e sanitize; do
     sanitize) script=bench/sanitize_gpu.sh ;;
   esac
   [[ -x $script ]] || { echo "$part: no $script"; continue; }
-  timeout 300 "$script" "$out/$part" "$bin" > "$out/$part.log" 2>&1
+  # e2e runs 54 export/run/compare steps (~330 s on the H200); sanitize bounds itself per run.
+  limit=300
+  [[ $part == e2e ]] && limit=480
+  [[ $part == sanitize ]] && limit=590
+  timeout $limit "$script" "$out/$part" "$bin" > "$out/$part.log" 2>&1
   echo "$part: exit $?"; tail -3 "$out/$part.log"
 done
