@@ -1,6 +1,7 @@
 #include "codegen/cuda_ops.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "ir/error.h"
 
@@ -74,6 +75,20 @@ std::string cuda_expr(const ir::Node& n, const std::vector<std::string>& a) {
     default: break;
   }
   MLPC_ASSERT(false, fmt::format("no CUDA expression for op '{}'", ir::op_name(n.op)));
+}
+
+std::string kernel_signature(std::string_view name, int threads, const ir::Graph& body,
+                             const std::vector<ir::NodeId>& inputs, const ir::Node& fused) {
+  std::vector<std::string> sig;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    sig.push_back(fmt::format("    const {}* __restrict__ in{},  // %{}",
+                              cuda_type(body.node(inputs[i]).type.dtype), i,
+                              body.node(inputs[i]).name));
+  sig.push_back(fmt::format("    {}* __restrict__ out,  // %{}", cuda_type(fused.type.dtype),
+                            fused.name));
+  sig.push_back("    long long n) {");
+  return fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(\n{}\n", threads,
+                     name, fmt::join(sig, "\n"));
 }
 
 }  // namespace mlpc::codegen

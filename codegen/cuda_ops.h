@@ -16,4 +16,12 @@ std::string_view cuda_helper(ir::Op op);
 // The CUDA element type of a dtype: float, __half, __nv_bfloat16.
 std::string_view cuda_type(ir::DType t);
 
+// Every generated kernel's signature, through its opening brace:
+//   extern "C" __global__ void __launch_bounds__(THREADS) NAME(
+//       const T* __restrict__ in0,  // %input   (one per input of `body`, in order)
+//       T* __restrict__ out,  // %fused
+//       long long n) {
+std::string kernel_signature(std::string_view name, int threads, const ir::Graph& body,
+                             const std::vector<ir::NodeId>& inputs, const ir::Node& fused);
+
 }  // namespace mlpc::codegen

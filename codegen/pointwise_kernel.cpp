@@ -180,16 +180,7 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) 
   src += fmt::format("  return {};\n}}\n", var(body.node(body.outputs()[0]).name));
 
   // The kernel: a grid-stride loop over the output's n elements.
-  std::vector<std::string> sig;
-  for (size_t i = 0; i < ins.size(); ++i)
-    sig.push_back(fmt::format("    const {}* __restrict__ in{},  // %{}",
-                              cuda_type(body.node(ins[i]).type.dtype), i,
-                              body.node(ins[i]).name));
-  sig.push_back(fmt::format("    {}* __restrict__ out,  // %{}", cuda_type(fused.type.dtype),
-                            fused.name));
-  sig.push_back("    long long n) {");
-  src += fmt::format("\nextern \"C\" __global__ void __launch_bounds__(256) {}(\n{}\n", k.name,
-                     fmt::join(sig, "\n"));
+  src += kernel_signature(k.name, 256, body, ins, fused);
   if (any_row) src += fmt::format("  constexpr long long kRowLen = {};\n", k.row_len);
   auto index = [&](const Load& l, const char* at) {
     switch (l.access) {

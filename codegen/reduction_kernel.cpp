@@ -332,17 +332,8 @@ KernelStep RowKernel::run() {
       src_ += "\n" + std::string(cuda_helper(n.op));
 
   // Signature, constants, the loop over this thread's rows.
-  std::vector<std::string> sig;
-  for (size_t i = 0; i < ins_.size(); ++i)
-    sig.push_back(fmt::format("    const {}* __restrict__ in{},  // %{}",
-                              cuda_type(body_.node(ins_[i]).type.dtype), i,
-                              body_.node(ins_[i]).name));
-  sig.push_back(fmt::format("    {}* __restrict__ out,  // %{}", cuda_type(fused_.type.dtype),
-                            fused_.name));
-  sig.push_back("    long long n) {");
-  const int threads = shape_.threads_per_row * shape_.rows_per_block;
-  src_ += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(\n{}\n", threads,
-                      k.name, fmt::join(sig, "\n"));
+  src_ += kernel_signature(k.name, shape_.threads_per_row * shape_.rows_per_block, body_, ins_,
+                           fused_);
   src_ += fmt::format(
       "  constexpr int kRowLen = {};\n  constexpr int kVec = {};\n"
       "  constexpr int kThreadsPerRow = {};\n  constexpr int kRowsPerBlock = {};\n"

@@ -50,27 +50,24 @@ ir::Graph mlp3_of(const char* name, int64_t d, int64_t hidden) {
 ir::Graph mlp3_sample() { return mlp3_of<gelu>("mlp3", 1024, 4096); }
 ir::Graph mlp3_small_sample() { return mlp3_of<relu>("mlp3_small", 256, 256); }
 
-// The transformer FFN block (anchors.md): x + down(gelu_tanh(gate(n)) * up(n)), n = rmsnorm(x).
-ir::Graph ffn_sample() {
-  Tracer t("ffn");
+// The transformer FFN block: x + down(act(gate(n)) * up(n)), n = norm(x), at x bf16[M, 768],
+// hidden 3072.
+template <Tensor (*Norm)(const Tensor&, double, const std::string&),
+          Tensor (*Act)(const Tensor&)>
+ir::Graph ffn_of(const char* name) {
+  Tracer t(name);
   Tensor x = t.input("x", DType::BF16, {kBatch, 768});
-  Tensor n = rmsnorm(x, 1e-5, "norm");
+  Tensor n = Norm(x, 1e-5, "norm");
   Tensor gate = linear(n, 3072, false, "gate");
   Tensor up = linear(n, 3072, false, "up");
-  Tensor h = (gelu_tanh(gate).named("act") * up).named("h");
+  Tensor h = (Act(gate).named("act") * up).named("h");
   return t.finish({(x + linear(h, 768, false, "down")).named("y")});
 }
 
+// anchors.md's FFN row: RMSNorm and a GELU (tanh) gate.
+ir::Graph ffn_sample() { return ffn_of<rmsnorm, gelu_tanh>("ffn"); }
 // The same block with LayerNorm and a SiLU gate (SwiGLU).
-ir::Graph ffn_swiglu_sample() {
-  Tracer t("ffn_swiglu");
-  Tensor x = t.input("x", DType::BF16, {kBatch, 768});
-  Tensor n = layernorm(x, 1e-5, "norm");
-  Tensor gate = linear(n, 3072, false, "gate");
-  Tensor up = linear(n, 3072, false, "up");
-  Tensor h = (silu(gate).named("act") * up).named("h");
-  return t.finish({(x + linear(h, 768, false, "down")).named("y")});
-}
+ir::Graph ffn_swiglu_sample() { return ffn_of<layernorm, silu>("ffn_swiglu"); }
 
 // A classifier head: two Linear layers with GELU (tanh) between, softmax over 1000 classes.
 ir::Graph classifier_sample() {

@@ -8,6 +8,7 @@
 #include <queue>
 #include <set>
 
+#include "passes/fused_region.h"
 #include "passes/rebuild.h"
 
 namespace mlpc::passes {
@@ -172,36 +173,12 @@ std::string kernel_symbol(const Graph& g, const Group& grp, int index) {
                          : fmt::format("mlpc_fused_{}_{}", fmt::join(ops, "_"), index);
 }
 
-// The region of one group: its inputs are the values it reads from outside, named as outside.
+// The region of one group, the values it recomputes included (passes/fused_region.h).
 Node make_fused_node(const Graph& g, const Group& grp, const std::string& symbol,
                      const Rebuild& outer) {
   std::set<uint32_t> inside = grp.members;
   inside.insert(grp.recomputed.begin(), grp.recomputed.end());
-  std::vector<uint32_t> order(inside.begin(), inside.end());  // program order
-  std::vector<NodeId> inputs;
-  for (uint32_t i : order)
-    for (NodeId o : g.nodes[i].operands)
-      if (!inside.count(o.index) && std::find(inputs.begin(), inputs.end(), o) == inputs.end())
-        inputs.push_back(o);
-
-  ir::Builder body(symbol, g.batch_symbol);
-  std::vector<NodeId> map(g.size());
-  for (NodeId o : inputs) map[o.index] = body.input(g.node(o).name, g.node(o).type);
-  for (uint32_t i : order) {
-    Node c = g.nodes[i];
-    for (NodeId& o : c.operands) o = map[o.index];
-    map[i] = body.add(std::move(c));
-  }
-  body.ret({map[grp.root]});
-
-  Node fused;
-  fused.op = ir::Op::FusedPointwise;
-  fused.name = g.nodes[grp.root].name;
-  fused.symbol = symbol;
-  fused.loc = g.nodes[grp.root].loc;
-  fused.body = std::make_shared<const Graph>(body.finish());
-  for (NodeId o : inputs) fused.operands.push_back(outer.mapped(o));
-  return fused;
+  return make_fused_region(g, ir::Op::FusedPointwise, inside, grp.root, symbol, outer);
 }
 
 // Replaces each group by one fused.pointwise node at its root's position.

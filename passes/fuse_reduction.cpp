@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ir/row_space.h"
+#include "passes/fused_region.h"
 #include "passes/rebuild.h"
 
 namespace mlpc::passes {
@@ -166,31 +167,10 @@ std::string kernel_symbol(const Graph& g, const Group& grp, int index) {
   return fmt::format("mlpc_rows_{}_{}", fmt::join(ops, "_"), index);
 }
 
-// The region of one group: inputs are the values it reads from outside, named as outside.
+// The region of one group (passes/fused_region.h).
 Node make_fused_node(const Graph& g, const Group& grp, const std::string& symbol,
                      const Rebuild& outer) {
-  std::vector<NodeId> inputs;
-  for (uint32_t i : grp.members)
-    for (NodeId o : g.nodes[i].operands)
-      if (!grp.members.count(o.index) && std::find(inputs.begin(), inputs.end(), o) == inputs.end())
-        inputs.push_back(o);
-  ir::Builder body(symbol, g.batch_symbol);
-  std::vector<NodeId> map(g.size());
-  for (NodeId o : inputs) map[o.index] = body.input(g.node(o).name, g.node(o).type);
-  for (uint32_t i : grp.members) {
-    Node c = g.nodes[i];
-    for (NodeId& o : c.operands) o = map[o.index];
-    map[i] = body.add(std::move(c));
-  }
-  body.ret({map[grp.root]});
-  Node fused;
-  fused.op = ir::Op::FusedReduction;
-  fused.name = g.nodes[grp.root].name;
-  fused.symbol = symbol;
-  fused.loc = g.nodes[grp.root].loc;
-  fused.body = std::make_shared<const Graph>(body.finish());
-  for (NodeId o : inputs) fused.operands.push_back(outer.mapped(o));
-  return fused;
+  return make_fused_region(g, ir::Op::FusedReduction, grp.members, grp.root, symbol, outer);
 }
 
 // Replaces each group by one fused.reduction node at its root's position.

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "check_on_gpu.h"
 #include "compiler/check.h"
 #include "compiler/compile.h"
 #include "compiler/gpu_session.h"
@@ -16,16 +17,7 @@ using namespace mlpc;
 namespace {
 
 void check_graph(const ir::Graph& g, int64_t batch) {
-  Values values = random_values(g, batch, 11);
-  std::vector<int64_t> rows = sample_rows(batch);
-  auto reference = reference_on_rows(g, values, rows);
-  for (bool fusion : {false, true}) {
-    INFO((fusion ? "compiled" : "eager") << " batch " << batch);
-    CompiledGraph c = compile(g, {.fusion = fusion});
-    Check check = compare_rows(g, run_on_gpu(c, values, batch), rows, reference);
-    INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
-    CHECK(check.ok);
-  }
+  testing::check_eager_and_compiled(g, batch, 11);
 }
 
 }  // namespace
