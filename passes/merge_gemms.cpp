@@ -72,25 +72,28 @@ std::vector<GemmMergeCandidate> gemm_merge_candidates(const Graph& g) {
 }
 
 bool merge_gemms(Graph& g, const GemmMergeDecider& decide, FusionReport* report) {
-  std::vector<std::vector<Sibling>> merged;
+  struct Merge {
+    std::vector<Sibling> group;
+    GemmMergeCandidate candidate;
+  };
+  std::vector<Merge> merged;
   for (const auto& group : sibling_groups(g)) {
-    const GemmMergeCandidate c = describe(g, group);
+    GemmMergeCandidate c = describe(g, group);
     const GemmMergeDecision d = decide ? decide(c) : GemmMergeDecision{false, "no decider"};
     if (report)
       for (size_t i = 1; i < c.gemms.size(); ++i)
         report->decisions.push_back({"gemm_" + c.merged_name(), c.gemms[0], c.gemms[i],
                                      d.merge ? Verdict::Fused : Verdict::Rejected,
                                      (d.merge ? "merged: " : "kept apart: ") + d.reason});
-    if (d.merge) merged.push_back(group);
+    if (d.merge) merged.push_back({group, std::move(c)});
   }
   if (merged.empty()) return false;
 
   // The merged GEMM sits where the first sibling was: x is defined by then, and every user of
   // any sibling comes later. Its weights are params, which may be hoisted to that point.
   std::map<uint32_t, size_t> group_of_first;
-  std::set<uint32_t> absorbed;  // later siblings and hoisted params: emitted early, skipped later
-  for (size_t k = 0; k < merged.size(); ++k) group_of_first[merged[k][0].gemm] = k;
-  std::set<uint32_t> emitted;
+  for (size_t k = 0; k < merged.size(); ++k) group_of_first[merged[k].group[0].gemm] = k;
+  std::set<uint32_t> emitted;  // hoisted params and later siblings: written early, skipped later
   std::set<std::string> taken;  // names of the old graph: a new name must not shadow a later one
   for (const Node& n : g.nodes) taken.insert(n.name);
   auto fresh = [&](const std::string& hint) {
@@ -104,11 +107,11 @@ bool merge_gemms(Graph& g, const GemmMergeDecider& decide, FusionReport* report)
     const uint32_t i = g.id_of(n).index;
     auto it = group_of_first.find(i);
     if (it == group_of_first.end()) {
-      if (!emitted.count(i) && !absorbed.count(i)) r.copy(n);
+      if (!emitted.count(i)) r.copy(n);
       continue;
     }
-    const std::vector<Sibling>& group = merged[it->second];
-    const GemmMergeCandidate c = describe(g, group);
+    const std::vector<Sibling>& group = merged[it->second].group;
+    const GemmMergeCandidate& c = merged[it->second].candidate;
     ir::Builder& b = r.builder();
     Node concat{.op = Op::Concat, .name = fresh(c.merged_name() + ".weight"), .loc = n.loc};
     for (const Sibling& s : group) {
@@ -129,7 +132,7 @@ bool merge_gemms(Graph& g, const GemmMergeDecider& decide, FusionReport* report)
                  .scalar = static_cast<double>(offset), .loc = sib.loc};
       r.replace(NodeId{s.gemm}, std::move(slice));
       offset += sib.type.shape.last();
-      if (s.gemm != i) absorbed.insert(s.gemm);
+      if (s.gemm != i) emitted.insert(s.gemm);
     }
   }
   g = r.finish();
