@@ -14,7 +14,7 @@ want() { [[ ",$parts," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > "$out/gpu.txt"
 if want tests; then
   timeout ${GPU_TESTS_TIMEOUT:-300} "$bin/mlpc_gpu_tests" > "$out/gpu_tests.log" 2>&1
-  echo "gpu tests: exit $?"; tail -2 "$out/gpu_tests.log"
+  echo "gpu tests: exit $?"; tail -n 2 "$out/gpu_tests.log"
 fi
 if want bench; then
   for s in linear geglu mlp3; do
@@ -61,5 +61,5 @@ for part in explain reduction e2e sanitize; do
   [[ $part == e2e ]] && limit=480
   [[ $part == sanitize ]] && limit=590
   timeout $limit "$script" "$out/$part" "$bin" > "$out/$part.log" 2>&1
-  echo "$part: exit $?"; tail -3 "$out/$part.log"
+  echo "$part: exit $?"; tail -n 3 "$out/$part.log"
 done
