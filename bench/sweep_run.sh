@@ -19,10 +19,26 @@ timeout 150 "$m" bench --sample llama_geglu -O2 --batch 512,1024,2048,4096 --jso
 timeout 150 "$m" bench --sample mlp3 -O2 --batch 1024,2048,8192 --json > "$out/mlp3_b.json" 2>&1
 python3 - "$out" <<'PY'
 import json, sys, os, glob
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*_b.json"))) + sorted(glob.glob(os.path.join(sys.argv[1], "*graph*.json"))) + [os.path.join(sys.argv[1], "small_O1.json")]:
-    for line in open(f):
-        if not line.startswith("{"): continue
-        r = json.loads(line); c = r["modes"]["compiled"]
-        print(f"{os.path.basename(f):<20} M={r['batch']:<6} {c['median_us']:9.1f} us  per 1k rows {c['median_us']/r['batch']*1024:8.1f}  launches {c['launches']}  " +
+out = sys.argv[1]
+def results(path):  # every bench result in a file of concatenated (pretty-printed) JSON values
+    text, dec, i, found = open(path).read(), json.JSONDecoder(), 0, []
+    while (j := text.find("{", i)) >= 0:
+        try:
+            value, i = dec.raw_decode(text, j)
+        except json.JSONDecodeError:
+            i = j + 1
+            continue
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, dict) and "modes" in v and "batch" in v: found.append(v)
+            elif isinstance(v, dict): stack.extend(v.values())
+            elif isinstance(v, list): stack.extend(v)
+    return found
+for f in sorted(glob.glob(os.path.join(out, "*.json"))):
+    for r in results(f):
+        c = r["modes"]["compiled"]
+        print(f"{os.path.basename(f):<20} M={r['batch']:<6} {c['median_us']:9.1f} us  per 8192 rows "
+              f"{c['median_us'] / r['batch'] * 8192:8.1f}  launches {c['launches']}  " +
               " ".join(f"{s['name']}={s['us']:.1f}" for s in c["steps"]))
 PY
