@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One device call that fits the tool's limits: runs bench/final_run.sh PARTS into a scratch dir,
-# then the reduction benches, and, with the time left under BUDGET seconds, the GPU tests under
-# compute-sanitizer; packs every file under 2 MB into OUT/all.tgz (the tool returns few files,
+# One device call that fits the tool's limits: runs bench/final_run.sh PARTS into a scratch dir
+# (and bench/sweep_run.sh when PARTS has "sweep"), then the reduction benches, and, with the
+# time left under BUDGET seconds, the GPU tests under compute-sanitizer; packs every file under 2 MB into OUT/all.tgz (the tool returns few files,
 # none large; the .npy and .safetensors data of compare.py stay behind).
 # Usage: bench/device_call.sh OUT [PARTS] [BUDGET]
 set -uo pipefail
@@ -13,6 +13,9 @@ w=$(mktemp -d)
 export MLPC_CACHE_DIR=${MLPC_CACHE_DIR:-/tmp/mlpc-cache}
 left() { echo $((budget - SECONDS)); }
 GPU_TESTS_TIMEOUT=150 bench/final_run.sh "$w" "$bin" "$parts" 2>&1 | tee "$w/final_run.log" | tail -15
+if [[ ",$parts," == *",sweep,"* ]]; then  # not a final_run.sh part: batch sweeps, small GEMMs
+  timeout $(( $(left) > 60 ? $(left) - 30 : 30 )) bench/sweep_run.sh "$w/sweep" "$bin" 2>&1 | tail -40
+fi
 mkdir -p "$w/rows"
 for f in bench/rows_4096/*.mlp; do
   ((  $(left) > 30 )) || break

@@ -2,7 +2,8 @@
 # Where the remaining time goes, on the GPU machine: the -O2 decisions of each sample as printed
 # by `mlpc compile`, one-launch plans with and without a CUDA graph, and each large sample over a
 # sweep of batch sizes (per-row cost vs batch: what splitting a batch into L2-sized row chunks
-# would gain).  Usage: bench/sweep_run.sh OUT_DIR [BIN_DIR]
+# would gain), and generated small-GEMM kernels against cuBLASLt on the tiny cases.
+# Usage: bench/sweep_run.sh OUT_DIR [BIN_DIR]
 set -uo pipefail
 out=${1:?usage: bench/sweep_run.sh OUT_DIR [BIN_DIR]}
 bin=${2:-stage/bin}
@@ -13,6 +14,13 @@ for s in mlp3_small mlp3 geglu linear ffn; do timeout 60 "$m" compile --sample $
 timeout 60 "$m" bench --sample linear --batch 1024 -O2 --no-cuda-graph --json > "$out/linear_nograph.json" 2>&1
 timeout 60 "$m" bench --sample mlp3_small --batch 64 -O2 --no-cuda-graph --json > "$out/small_nograph.json" 2>&1
 timeout 60 "$m" bench --sample mlp3_small --batch 64 -O1 --json > "$out/small_O1.json" 2>&1
+# Generated small-GEMM kernels against cuBLASLt on the tiny cases (compiled vs compiled).
+for s in "linear 1024" "mlp3_small 64" "geglu 16" "geglu 256"; do
+  read -r name rows <<< "$s"
+  timeout 60 "$m" bench --sample "$name" --batch "$rows" -O2 --small-gemms --json \
+    > "$out/smallgemm_${name}_$rows.json" 2>&1
+  timeout 60 "$m" bench --sample "$name" --batch "$rows" -O2 --json > "$out/cublaslt_${name}_$rows.json" 2>&1
+done
 timeout 100 "$m" bench --sample geglu -O2 --batch 512,1024,2048,4096,8192 --json > "$out/geglu_b.json" 2>&1
 timeout 100 "$m" bench --sample ffn -O2 --batch 1024,2048,4096,8192 --json > "$out/ffn_b.json" 2>&1
 timeout 150 "$m" bench --sample llama_geglu -O2 --batch 512,1024,2048,4096 --json > "$out/llama_b.json" 2>&1

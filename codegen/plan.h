@@ -59,6 +59,9 @@ struct KernelStep {
   int threads_per_row = 0;
   int rows_per_block = 1;
   int64_t out_row_len = 1;
+  // A GEMM as a kernel (codegen/small_gemm_kernel): y[rows, row_len] = x[rows, gemm_k] . w^T;
+  // inputs x, w (and the bias). 0 for every other kernel.
+  int64_t gemm_k = 0;
   std::vector<std::string> ops;       // IR op names it computes, in order
   std::vector<std::string> ir_nodes;  // IR value names it computes, in order
 };

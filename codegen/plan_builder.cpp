@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "codegen/pointwise_kernel.h"
 #include "codegen/reduction_kernel.h"
+#include "codegen/small_gemm_kernel.h"
 #include "ir/error.h"
 
 namespace mlpc::codegen {
@@ -20,7 +23,7 @@ Epilogue epilogue_of(ir::Op op) {
 
 }  // namespace
 
-Plan build_plan(const ir::Graph& g) {
+Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
   Plan plan;
   plan.graph_name = g.name;
   std::vector<int> buffer_of(g.size(), -1);
@@ -65,7 +68,10 @@ Plan build_plan(const ir::Graph& g) {
         s.k = g.node(n.operands[0]).type.shape.last();
         s.dtype = n.type.dtype;
         s.ir_nodes = {n.name};
-        plan.steps.push_back(std::move(s));
+        std::optional<KernelStep> kernel;
+        if (options.small_gemms) kernel = generate_small_gemm_kernel(s);
+        if (kernel) plan.steps.push_back(std::move(*kernel));
+        else plan.steps.push_back(std::move(s));
         break;
       }
       case ir::Op::FusedPointwise: {

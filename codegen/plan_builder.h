@@ -7,6 +7,13 @@
 
 namespace mlpc::codegen {
 
-Plan build_plan(const ir::Graph& g);
+struct PlanOptions {
+  // GEMMs with n a multiple of 32 and no residual as generated kernels
+  // (codegen/small_gemm_kernel.h) instead of cuBLASLt calls: for GEMMs so small that cuBLASLt's
+  // fixed cost is most of their time.
+  bool small_gemms = false;
+};
+
+Plan build_plan(const ir::Graph& g, const PlanOptions& options = {});
 
 }  // namespace mlpc::codegen

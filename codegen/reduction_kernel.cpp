@@ -463,6 +463,8 @@ RowShape choose_row_shape(int64_t row_len, int vec) {
   return s;
 }
 
+std::string_view row_kernel_prelude() { return kPrelude; }
+
 KernelStep generate_reduction_kernel(const ir::Graph& g, const Node& fused) {
   MLPC_ASSERT(fused.op == ir::Op::FusedReduction && fused.body, "not a fused.reduction node");
   return RowKernel(g, fused).run();

@@ -5,6 +5,8 @@
 // output row. Long rows that do not fit in registers are re-read from memory in each pass.
 #pragma once
 
+#include <string_view>
+
 #include "codegen/plan.h"
 #include "ir/graph.h"
 
@@ -22,5 +24,10 @@ struct RowShape {
   bool cached = true;   // the row's inputs stay in registers across passes
 };
 RowShape choose_row_shape(int64_t row_len, int vec);
+
+// The helpers every row kernel starts with: the cuda_fp16/bf16 includes, float conversions,
+// mlpc_load/mlpc_store of N consecutive elements (16-byte accesses when they fill whole chunks)
+// and warp-wide sum and max.
+std::string_view row_kernel_prelude();
 
 }  // namespace mlpc::codegen

@@ -65,6 +65,7 @@ struct GraphArgs {
   bool no_fusion = false;
   bool no_cuda_graph = false, no_gemm_tuning = false;
   std::string merge_gemms;  // empty: the level's default
+  bool small_gemms = false;
 
   void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -87,6 +88,9 @@ struct GraphArgs {
                     "sibling GEMMs (gate, up) as one GEMM over stacked weights: auto (-O2's "
                     "default: when measured faster on this GPU), on, off (-O0/-O1's default)")
         ->check(CLI::IsMember({"auto", "on", "off"}));
+    cmd->add_flag("--small-gemms", small_gemms,
+                  "GEMMs with N a multiple of 32 and no residual as generated kernels (8 threads "
+                  "per output, the epilogue fused) instead of cuBLASLt calls; for tiny GEMMs");
   }
 
   // Flags of the GPU executor (run, bench).
@@ -104,6 +108,7 @@ struct GraphArgs {
   CompileOptions options() const {
     bool fusion = !no_fusion && opt_level >= 1;
     CompileOptions o{.fusion = fusion, .epilogues = fusion && opt_level >= 2};
+    o.small_gemms = small_gemms;
     const std::string merge = merge_gemms.empty() ? (opt_level >= 2 ? "auto" : "off") : merge_gemms;
     o.merge_gemms = merge == "on" ? MergeGemms::On
                     : merge == "auto" ? MergeGemms::Measure

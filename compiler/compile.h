@@ -28,6 +28,8 @@ struct CompileOptions {
   // With epilogues: take each legal fold only when measured no slower than the fused-kernel
   // alternative on this GPU (without a GPU: every legal fold, the rule).
   bool measure_epilogues = true;
+  // GEMMs that fit codegen/small_gemm_kernel.h as generated kernels instead of cuBLASLt calls.
+  bool small_gemms = false;
 };
 
 struct CompiledGraph {
