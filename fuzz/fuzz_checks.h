@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "codegen/memory_plan.h"
 #include "codegen/plan_builder.h"
@@ -89,21 +90,23 @@ inline void check_pipeline(std::string_view text) {
   };
   for (const passes::PipelineOptions& o : settings) {
     passes::PipelineResult r;
-    codegen::Plan plan;
+    std::vector<codegen::Plan> plans;  // GEMMs through cuBLASLt, and as generated kernels
     try {
       r = passes::run_pipeline(g, o);
       ir::verify(r.graph);
-      plan = codegen::build_plan(r.graph);
+      plans.push_back(codegen::build_plan(r.graph));
+      plans.push_back(codegen::build_plan(r.graph, {.small_gemms = true}));
     } catch (const Error& e) {
       broken(std::string("a verified graph failed in the passes or codegen: ") + e.what());
     }
     check_round_trip(r.graph, "graph after the passes");
     // The smallest batch and the largest one the CLI takes (--batch <= 2^24).
-    for (int64_t batch : {int64_t{1}, int64_t{1} << 24}) {
-      codegen::MemoryPlan m = codegen::plan_memory(plan, batch);
-      if (m.arena_bytes < 0 || m.arena_bytes > m.unshared_bytes)
-        broken("memory plan arena is negative or larger than no sharing at all");
-    }
+    for (const codegen::Plan& plan : plans)
+      for (int64_t batch : {int64_t{1}, int64_t{1} << 24}) {
+        codegen::MemoryPlan m = codegen::plan_memory(plan, batch);
+        if (m.arena_bytes < 0 || m.arena_bytes > m.unshared_bytes)
+          broken("memory plan arena is negative or larger than no sharing at all");
+      }
   }
 }
 

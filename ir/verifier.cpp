@@ -107,6 +107,9 @@ class Verifier {
       fail(fmt::format("eps must be finite and >= 0, got {}", n.scalar));
     Inferred r = infer_type(n.op, in, n.type, n.body.get());
     if (!r.error.empty()) fail(r.error);
+    if (n.op == Op::Slice && region && g.node(n.operands[0]).op != Op::Input)
+      fail(fmt::format("slice of %{}, which the region computes: in a region a slice reads "
+                       "columns of one of the region's operands", g.node(n.operands[0]).name));
     if (n.op == Op::Slice) {
       const double width = static_cast<double>(n.type.shape.last());
       const double avail = static_cast<double>(g.node(n.operands[0]).type.shape.last());

@@ -94,6 +94,13 @@ class Grouper {
         default: decide(Verdict::Rejected, "producer is already a kernel"); continue;
       }
       if (group_of_[p] != -1) continue;
+      if (g_.nodes[consumer].op == ir::Op::Slice) {
+        // Even at full width (offset 0: an identity): the kernel reads a slice's columns from
+        // memory with strided loads (codegen/pointwise_kernel.cpp). Fusing it was an internal
+        // error the pipeline fuzzer found.
+        decide(Verdict::Rejected, "a slice reads its operand from memory");
+        continue;
+      }
       if (!(pn.type.shape == space)) {
         decide(Verdict::Rejected,
                fmt::format("producer iterates over {}, the group over {}",

@@ -210,6 +210,24 @@ func @space(%x: f32[M, 16]) -> f32[M, 16] {
   CHECK(report.find("eb", "y")->reason == "producer iterates over [16], the group over [M, 16]");
 }
 
+TEST_CASE("a slice's operand is never fused into it, even at full width", "[fusion]") {
+  // The kernel reads a slice's columns from memory; fusing the producer was an internal error
+  // (found by fuzz_pipeline).
+  passes::FusionReport report;
+  std::string got = after(R"(
+func @f(%x: bf16[M, 16]) -> bf16[M, 16] {
+  %a = gelu_tanh %x : bf16[M, 16]
+  %s = slice %a, 0 : bf16[M, 16]
+  %y = mul %s, %s : bf16[M, 16]
+  return %y
+})", Fuse{&report});
+  INFO(got);
+  CHECK(count(got, "fused.pointwise") == 2);
+  REQUIRE(report.find("a", "s") != nullptr);
+  CHECK(report.find("a", "s")->reason == "a slice reads its operand from memory");
+  CHECK(report.find("s", "y")->verdict == passes::Verdict::Fused);
+}
+
 TEST_CASE("fusion does not fire on a graph without pointwise ops", "[fusion]") {
   const std::string text = dedent(R"(
     func @mm(%x: f32[M, 8]) -> f32[M, 4] {

@@ -258,3 +258,20 @@ TEST_CASE("verifier: messages carry the text location when there is one", "[veri
   CHECK_THROWS_WITH(verify(g, "f.mlp"), "f.mlp:4:5: error: node %a (scale) in region @k: scale "
                                         "factor must be finite, got inf");
 }
+
+TEST_CASE("verifier: in a region a slice reads one of the region's operands", "[verifier]") {
+  // A slice is a strided load from memory; of a value the region computes it has nothing to
+  // load from (found by fuzz_pipeline: it reached codegen's internal assertion).
+  const std::string text = R"(func @f(%x: f32[M, 16]) -> f32[M, 16] {
+  %k = fused.pointwise @k0(%x) : f32[M, 16] {
+    %d = exp %x : f32[M, 16]
+    %e = slice %d, 0 : f32[M, 16]
+    return %e
+  }
+  return %k
+})";
+  CHECK_THROWS_WITH(parse(text, "f.mlp"),
+                    "f.mlp:4:5: error: node %e (slice) in region @k0: slice of %d, which the "
+                    "region computes: in a region a slice reads columns of one of the region's "
+                    "operands");
+}
