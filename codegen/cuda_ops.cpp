@@ -77,6 +77,65 @@ std::string cuda_expr(const ir::Node& n, const std::vector<std::string>& a) {
   MLPC_ASSERT(false, fmt::format("no CUDA expression for op '{}'", ir::op_name(n.op)));
 }
 
+std::string_view cuda_includes() { return "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n"; }
+
+std::string float_conversions(ir::DType t) {
+  switch (t) {
+    case ir::DType::F32:
+      return "__device__ __forceinline__ float mlpc_to_float(float x) { return x; }\n"
+             "__device__ __forceinline__ void mlpc_from_float(float x, float* out) { *out = x; }\n";
+    case ir::DType::F16:
+      return "__device__ __forceinline__ float mlpc_to_float(__half x) { return __half2float(x); }\n"
+             "__device__ __forceinline__ void mlpc_from_float(float x, __half* out) {\n"
+             "  *out = __float2half_rn(x);\n}\n";
+    case ir::DType::BF16:
+      return "__device__ __forceinline__ float mlpc_to_float(__nv_bfloat16 x) {\n"
+             "  return __bfloat162float(x);\n}\n"
+             "__device__ __forceinline__ void mlpc_from_float(float x, __nv_bfloat16* out) {\n"
+             "  *out = __float2bfloat16_rn(x);\n}\n";
+  }
+  return "";
+}
+
+std::string_view vector_access() {
+  return R"(// N consecutive elements: 16-byte accesses when N elements fill whole 16-byte chunks (p is then
+// 16-byte aligned: rows and row vectors start at multiples of 16 bytes), else one at a time.
+template <int N, typename T>
+__device__ __forceinline__ void mlpc_load(const T* __restrict__ p, float* v) {
+  constexpr int kPerChunk = 16 / sizeof(T);
+  if (N % kPerChunk == 0) {
+#pragma unroll
+    for (int c = 0; c < N / kPerChunk; ++c) {
+      const uint4 raw = reinterpret_cast<const uint4*>(p)[c];
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < kPerChunk; ++j) v[c * kPerChunk + j] = mlpc_to_float(e[j]);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = mlpc_to_float(p[j]);
+  }
+}
+template <int N, typename T>
+__device__ __forceinline__ void mlpc_store(T* __restrict__ p, const float* v) {
+  constexpr int kPerChunk = 16 / sizeof(T);
+  if (N % kPerChunk == 0) {
+#pragma unroll
+    for (int c = 0; c < N / kPerChunk; ++c) {
+      uint4 raw;
+      T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < kPerChunk; ++j) mlpc_from_float(v[c * kPerChunk + j], &e[j]);
+      reinterpret_cast<uint4*>(p)[c] = raw;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) mlpc_from_float(v[j], &p[j]);
+  }
+}
+)";
+}
+
 std::string kernel_signature(std::string_view name, int threads, const ir::Graph& body,
                              const std::vector<ir::NodeId>& inputs, const ir::Node& fused) {
   std::vector<std::string> sig;

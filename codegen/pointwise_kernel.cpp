@@ -38,53 +38,6 @@ struct Load {
   int64_t offset = 0, ld = 0;  // Strided only
 };
 
-constexpr std::string_view kIncludes = "#include <cuda_bf16.h>\n#include <cuda_fp16.h>\n";
-
-std::string conversions(ir::DType t) {
-  switch (t) {
-    case ir::DType::F32:
-      return "__device__ __forceinline__ float mlpc_to_float(float x) { return x; }\n"
-             "__device__ __forceinline__ void mlpc_from_float(float x, float* out) { *out = x; }\n";
-    case ir::DType::F16:
-      return "__device__ __forceinline__ float mlpc_to_float(__half x) { return __half2float(x); }\n"
-             "__device__ __forceinline__ void mlpc_from_float(float x, __half* out) {\n"
-             "  *out = __float2half_rn(x);\n}\n";
-    case ir::DType::BF16:
-      return "__device__ __forceinline__ float mlpc_to_float(__nv_bfloat16 x) {\n"
-             "  return __bfloat162float(x);\n}\n"
-             "__device__ __forceinline__ void mlpc_from_float(float x, __nv_bfloat16* out) {\n"
-             "  *out = __float2bfloat16_rn(x);\n}\n";
-  }
-  return "";
-}
-
-constexpr std::string_view kVectorAccess = R"(// N consecutive elements through 16-byte accesses: p is 16-byte aligned, N * sizeof(T) a
-// multiple of 16.
-template <int N, typename T>
-__device__ __forceinline__ void mlpc_load(const T* __restrict__ p, float* v) {
-  constexpr int kPerChunk = 16 / sizeof(T);
-#pragma unroll
-  for (int c = 0; c < N / kPerChunk; ++c) {
-    const uint4 raw = reinterpret_cast<const uint4*>(p)[c];
-    const T* e = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-    for (int j = 0; j < kPerChunk; ++j) v[c * kPerChunk + j] = mlpc_to_float(e[j]);
-  }
-}
-template <int N, typename T>
-__device__ __forceinline__ void mlpc_store(T* __restrict__ p, const float* v) {
-  constexpr int kPerChunk = 16 / sizeof(T);
-#pragma unroll
-  for (int c = 0; c < N / kPerChunk; ++c) {
-    uint4 raw;
-    T* e = reinterpret_cast<T*>(&raw);
-#pragma unroll
-    for (int j = 0; j < kPerChunk; ++j) mlpc_from_float(v[c * kPerChunk + j], &e[j]);
-    reinterpret_cast<uint4*>(p)[c] = raw;
-  }
-}
-)";
-
 }  // namespace
 
 KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) {
@@ -157,10 +110,10 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) 
   }
   src += fmt::format("// Reads {}; writes %{} {}.\n", fmt::join(reads, ", "), fused.name,
                      space_str);
-  src += kIncludes;
+  src += cuda_includes();
   src += "\n";
-  for (ir::DType t : dtypes) src += conversions(t);
-  if (vec > 1) src += "\n" + std::string(kVectorAccess);
+  for (ir::DType t : dtypes) src += float_conversions(t);
+  if (vec > 1) src += "\n" + std::string(vector_access());
   std::set<ir::Op> helpers_done;
   for (const ir::Node& n : body.nodes)
     if (!cuda_helper(n.op).empty() && helpers_done.insert(n.op).second)

@@ -31,54 +31,7 @@ std::string describe(const ir::Graph& body, const Node& n) {
   return s;
 }
 
-constexpr std::string_view kPrelude = R"(#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-__device__ __forceinline__ float mlpc_to_float(float x) { return x; }
-__device__ __forceinline__ float mlpc_to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float mlpc_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void mlpc_from_float(float x, float* out) { *out = x; }
-__device__ __forceinline__ void mlpc_from_float(float x, __half* out) { *out = __float2half_rn(x); }
-__device__ __forceinline__ void mlpc_from_float(float x, __nv_bfloat16* out) {
-  *out = __float2bfloat16_rn(x);
-}
-
-// N consecutive elements: 16-byte accesses when N elements fill whole 16-byte chunks (p is then
-// 16-byte aligned: rows and row vectors start at multiples of 16 bytes), else one at a time.
-template <int N, typename T>
-__device__ __forceinline__ void mlpc_load(const T* __restrict__ p, float* v) {
-  constexpr int kPerChunk = 16 / sizeof(T);
-  if (N % kPerChunk == 0) {
-#pragma unroll
-    for (int c = 0; c < N / kPerChunk; ++c) {
-      const uint4 raw = reinterpret_cast<const uint4*>(p)[c];
-      const T* e = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-      for (int j = 0; j < kPerChunk; ++j) v[c * kPerChunk + j] = mlpc_to_float(e[j]);
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < N; ++j) v[j] = mlpc_to_float(p[j]);
-  }
-}
-template <int N, typename T>
-__device__ __forceinline__ void mlpc_store(T* __restrict__ p, const float* v) {
-  constexpr int kPerChunk = 16 / sizeof(T);
-  if (N % kPerChunk == 0) {
-#pragma unroll
-    for (int c = 0; c < N / kPerChunk; ++c) {
-      uint4 raw;
-      T* e = reinterpret_cast<T*>(&raw);
-#pragma unroll
-      for (int j = 0; j < kPerChunk; ++j) mlpc_from_float(v[c * kPerChunk + j], &e[j]);
-      reinterpret_cast<uint4*>(p)[c] = raw;
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < N; ++j) mlpc_from_float(v[j], &p[j]);
-  }
-}
-
+constexpr std::string_view kWarpCombine = R"(
 // Butterfly combines: every lane ends with the same total (a + b == b + a, step by step).
 __device__ __forceinline__ float mlpc_warp_sum(float v) {
 #pragma unroll
@@ -324,7 +277,7 @@ KernelStep RowKernel::run() {
   src_ += fmt::format("// {} vectors of {} per thread per row{}.\n", shape_.chunks, vec_,
                       shape_.cached ? ", kept in registers across passes"
                                     : ", re-read in every pass (too long for registers)");
-  src_ += kPrelude;
+  src_ += row_kernel_prelude();
   if (block) src_ += kBlockCombine;
   std::set<ir::Op> helpers_done;
   for (const Node& n : body_.nodes)
@@ -463,7 +416,16 @@ RowShape choose_row_shape(int64_t row_len, int vec) {
   return s;
 }
 
-std::string_view row_kernel_prelude() { return kPrelude; }
+std::string_view row_kernel_prelude() {
+  static const std::string prelude = [] {
+    std::string s(cuda_includes());
+    s += "\n";
+    for (ir::DType t : {ir::DType::F32, ir::DType::F16, ir::DType::BF16}) s += float_conversions(t);
+    s += "\n" + std::string(vector_access()) + std::string(kWarpCombine);
+    return s;
+  }();
+  return prelude;
+}
 
 KernelStep generate_reduction_kernel(const ir::Graph& g, const Node& fused) {
   MLPC_ASSERT(fused.op == ir::Op::FusedReduction && fused.body, "not a fused.reduction node");
