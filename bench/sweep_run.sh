@@ -17,7 +17,7 @@ timeout 60 "$m" bench --sample mlp3_small --batch 64 -O1 --json > "$out/small_O1
 # Generated small-GEMM kernels against cuBLASLt on the tiny cases (compiled vs compiled).
 for s in "linear 1024" "mlp3_small 64" "geglu 16" "geglu 256"; do
   read -r name rows <<< "$s"
-  timeout 60 "$m" bench --sample "$name" --batch "$rows" -O2 --small-gemms --json \
+  timeout 60 "$m" bench --sample "$name" --batch "$rows" -O2 --small-gemms on --json \
     > "$out/smallgemm_${name}_$rows.json" 2>&1
   timeout 60 "$m" bench --sample "$name" --batch "$rows" -O2 --json > "$out/cublaslt_${name}_$rows.json" 2>&1
 done

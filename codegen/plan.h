@@ -75,12 +75,21 @@ struct LaunchDims {
 // kernel gets a block per rows_per_block rows of its output.
 LaunchDims launch_dims(const KernelStep& k, int64_t numel);
 
+// A choice made while building the plan, with its measured reason: for now whether a GEMM runs
+// as a generated kernel (codegen/plan_builder.h's SmallGemmDecider).
+struct StepChoice {
+  std::string step;   // the step's name, e.g. "gemm_h1"
+  bool taken = false; // the generated kernel was chosen
+  std::string why;
+};
+
 struct Plan {
   std::string graph_name;
   std::vector<Buffer> buffers;
   std::vector<Step> steps;
   std::vector<int> inputs;   // buffer indices, in argument order
   std::vector<int> outputs;  // buffer indices, in return order
+  std::vector<StepChoice> choices;
   int launches() const { return static_cast<int>(steps.size()); }
 };
 

@@ -2,16 +2,31 @@
 // memory, one step per GEMM and per fused.pointwise region, in program order.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "codegen/plan.h"
 #include "ir/graph.h"
 
 namespace mlpc::codegen {
 
+// Whether a GEMM runs as its generated kernel, and why.
+struct SmallGemmChoice {
+  bool use_kernel = false;
+  std::string why;
+};
+// Asked for each GEMM that codegen/small_gemm_kernel.h can compute; `plan` holds the buffers made
+// so far, the GEMM's among them.
+using SmallGemmDecider =
+    std::function<SmallGemmChoice(const Plan& plan, const GemmStep& gemm, const KernelStep& kernel)>;
+
 struct PlanOptions {
   // GEMMs with n a multiple of 32 and no residual as generated kernels
   // (codegen/small_gemm_kernel.h) instead of cuBLASLt calls: for GEMMs so small that cuBLASLt's
-  // fixed cost is most of their time.
+  // fixed cost is most of their time. `small_gemms`: every such GEMM; otherwise the decider, when
+  // there is one, chooses per GEMM (and the plan records each choice).
   bool small_gemms = false;
+  SmallGemmDecider small_gemm_decider;
 };
 
 Plan build_plan(const ir::Graph& g, const PlanOptions& options = {});

@@ -3,11 +3,12 @@
 // kernel: y[rows, n] = epilogue(x[rows, k] . w[n, k]^T), fp32 accumulation, the epilogue (bias,
 // relu, gelu_tanh) applied before the single rounding to the output dtype.
 //
-// Shape: a block of 256 threads computes 32 outputs of one row; 8 threads share each output,
-// each summing every 8th 16-byte chunk of the K-long dot product (the 8 loads of a thread are
-// independent, so a row costs about one L2 round trip), then a 3-step shuffle combines them.
-// The grid is one block per (row, 32 columns): rows * n / 32 blocks. Launched like a row kernel
-// whose "rows" are those 32-column tiles (KernelStep::out_row_len = 32).
+// Shape: a block of 256 threads computes 256 / P outputs of one row; P threads share each output,
+// each summing every P-th 16-byte chunk of the K-long dot product (the loads of a thread are
+// independent, so a row costs about one L2 round trip), then log2(P) shuffles combine them.
+// P is 8, or fewer when K has fewer chunks than that (the article's Linear: K = 32 bf16 is 4
+// chunks, so P = 4 and no thread idles). The grid is one block per (row, 256 / P columns):
+// launched like a row kernel whose "rows" are those column tiles (KernelStep::out_row_len).
 #pragma once
 
 #include <optional>
@@ -16,11 +17,13 @@
 
 namespace mlpc::codegen {
 
-inline constexpr int kSmallGemmTile = 32;  // output columns per block
+inline constexpr int kSmallGemmThreads = 256;   // per block
+inline constexpr int kSmallGemmMaxParts = 8;    // threads sharing one output, at most
+inline constexpr int kSmallGemmMinTile = kSmallGemmThreads / kSmallGemmMaxParts;  // 32 columns
 
 // The kernel for `g` (its buffers become the step's inputs: x, w and the bias when there is one),
 // or nullopt when this kernel cannot compute it: a residual through C, or n not a multiple of
-// kSmallGemmTile.
+// kSmallGemmMinTile.
 std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g);
 
 }  // namespace mlpc::codegen

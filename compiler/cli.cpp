@@ -65,7 +65,7 @@ struct GraphArgs {
   bool no_fusion = false;
   bool no_cuda_graph = false, no_gemm_tuning = false;
   std::string merge_gemms;  // empty: the level's default
-  bool small_gemms = false;
+  std::string small_gemms;  // empty: the level's default
 
   void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -88,9 +88,11 @@ struct GraphArgs {
                     "sibling GEMMs (gate, up) as one GEMM over stacked weights: auto (-O2's "
                     "default: when measured faster on this GPU), on, off (-O0/-O1's default)")
         ->check(CLI::IsMember({"auto", "on", "off"}));
-    cmd->add_flag("--small-gemms", small_gemms,
-                  "GEMMs with N a multiple of 32 and no residual as generated kernels (8 threads "
-                  "per output, the epilogue fused) instead of cuBLASLt calls; for tiny GEMMs");
+    cmd->add_option("--small-gemms", small_gemms,
+                    "tiny GEMMs (N a multiple of 32, no residual) as generated kernels instead "
+                    "of cuBLASLt calls: auto (-O2's default: each one measured faster on this "
+                    "GPU), on, off (-O0/-O1's default)")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
   }
 
   // Flags of the GPU executor (run, bench).
@@ -108,11 +110,15 @@ struct GraphArgs {
   CompileOptions options() const {
     bool fusion = !no_fusion && opt_level >= 1;
     CompileOptions o{.fusion = fusion, .epilogues = fusion && opt_level >= 2};
-    o.small_gemms = small_gemms;
-    const std::string merge = merge_gemms.empty() ? (opt_level >= 2 ? "auto" : "off") : merge_gemms;
+    const std::string level_default = opt_level >= 2 ? "auto" : "off";
+    const std::string merge = merge_gemms.empty() ? level_default : merge_gemms;
     o.merge_gemms = merge == "on" ? MergeGemms::On
                     : merge == "auto" ? MergeGemms::Measure
                                       : MergeGemms::Off;
+    const std::string small = small_gemms.empty() ? level_default : small_gemms;
+    o.small_gemms = small == "on" ? SmallGemms::On
+                    : small == "auto" ? SmallGemms::Measure
+                                      : SmallGemms::Off;
     // Measured at the largest batch asked for: the one whose time matters most.
     o.decide_rows = batches.empty() ? batch : *std::max_element(batches.begin(), batches.end());
     return o;
@@ -179,6 +185,11 @@ void print_compile(const CompiledGraph& c, const CompileArgs& a) {
              ir::print(c.pipeline.graph));
   if (fused)
     fmt::print("// fusion decisions\n{}\n", c.pipeline.fusion.to_string());
+  if (!c.plan.choices.empty()) {
+    fmt::print("// GEMMs: generated kernel or cuBLASLt\n");
+    for (const codegen::StepChoice& ch : c.plan.choices) fmt::print("{}: {}\n", ch.step, ch.why);
+    fmt::print("\n");
+  }
   fmt::print("{}", plan_text(c, a.graph.batch));
   fmt::print("kernels for {}: {} built by NVRTC in {:.1f} ms, {} from the on-disk cache\n",
              c.arch, c.cache_misses, c.nvrtc_ms, c.cache_hits);

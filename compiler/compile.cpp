@@ -32,7 +32,9 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
           .merge_gemms = options.fusion ? merge_decider(options.merge_gemms, rows)
                                         : passes::GemmMergeDecider{},
           .epilogue_decider = epilogue_decider(options.measure_epilogues, rows)});
-  c.plan = codegen::build_plan(c.pipeline.graph, {.small_gemms = options.small_gemms});
+  c.plan = codegen::build_plan(
+      c.pipeline.graph, {.small_gemms = options.small_gemms == SmallGemms::On,
+                         .small_gemm_decider = small_gemm_decider(options.small_gemms, rows)});
   log_compile(c);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   c.arch = options.arch.empty() ? runtime::device_arch() : options.arch;
   if (!options.build_kernels) return c;

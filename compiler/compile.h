@@ -28,8 +28,10 @@ struct CompileOptions {
   // With epilogues: take each legal fold only when measured no slower than the fused-kernel
   // alternative on this GPU (without a GPU: every legal fold, the rule).
   bool measure_epilogues = true;
-  // GEMMs that fit codegen/small_gemm_kernel.h as generated kernels instead of cuBLASLt calls.
-  bool small_gemms = false;
+  // GEMMs that fit codegen/small_gemm_kernel.h as generated kernels instead of cuBLASLt calls:
+  // never, always, or each one that measures faster on this GPU at `decide_rows` rows
+  // (compiler/gemm_decisions.h); the plan records each choice (Plan::choices).
+  SmallGemms small_gemms = SmallGemms::Off;
 };
 
 struct CompiledGraph {

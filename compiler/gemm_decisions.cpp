@@ -2,13 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <optional>
 #include <numeric>
 
+#include "ir/error.h"
 #include "runtime/device.h"
 #include "runtime/gemm_bench.h"
+#include "runtime/gemm_tuner.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/nvrtc_compiler.h"
 
 namespace mlpc {
 
@@ -89,6 +96,101 @@ passes::EpilogueDecider epilogue_decider(bool measure, int64_t rows) {
             : 0.0;
     return decide_epilogue(b.best_us(rows, c.n, c.k, c.dtype, *to),
                            b.best_us(rows, c.n, c.k, c.dtype, *from), kernel, rows);
+  };
+}
+
+codegen::SmallGemmChoice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows) {
+  if (!(kernel_us > 0 && cublaslt_us > 0)) return {false, "could not time both (cuBLASLt kept)"};
+  const bool use = kernel_us < cublaslt_us * (1.0 - kSmallGemmMinGain);
+  return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.2f} us as a kernel vs {:.2f} "
+                           "us for cuBLASLt",
+                           use ? "generated kernel" : "cuBLASLt", rows, kernel_us, cublaslt_us)};
+}
+
+namespace {
+
+// `step` alone, kSmallGemmRepeats times in a row, over copies of the buffers it uses: x becomes
+// the plan's input, w and the bias its params, y its output (a merged GEMM's stacked weight
+// becomes a param of its own).
+codegen::Plan repeated_step_plan(const codegen::Plan& so_far, codegen::Step step) {
+  codegen::Plan p;
+  std::map<int, int> index;
+  auto take = [&](int i, codegen::BufferRole role) {
+    if (i < 0) return i;
+    auto [it, fresh] = index.try_emplace(i, static_cast<int>(p.buffers.size()));
+    if (fresh) {
+      codegen::Buffer b = so_far.buffers[static_cast<size_t>(i)];
+      b.role = role;
+      b.view_of = -1;
+      b.view_offset = 0;
+      b.stacked = false;
+      p.buffers.push_back(std::move(b));
+    }
+    return it->second;
+  };
+  using codegen::BufferRole;
+  if (auto* g = std::get_if<codegen::GemmStep>(&step)) {
+    p.graph_name = g->name;
+    g->x = take(g->x, BufferRole::Input);
+    g->w = take(g->w, BufferRole::Param);
+    g->bias = take(g->bias, BufferRole::Param);
+    g->residual = take(g->residual, BufferRole::Param);
+    g->y = take(g->y, BufferRole::Output);
+    p.inputs = {g->x};
+    p.outputs = {g->y};
+  } else {
+    auto& k = std::get<codegen::KernelStep>(step);
+    p.graph_name = k.name;
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      k.inputs[i] = take(k.inputs[i], i == 0 ? BufferRole::Input : BufferRole::Param);
+    k.output = take(k.output, BufferRole::Output);
+    p.inputs = {k.inputs[0]};
+    p.outputs = {k.output};
+  }
+  p.steps.assign(kSmallGemmRepeats, step);
+  return p;
+}
+
+}  // namespace
+
+codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows) {
+  if (mode != SmallGemms::Measure) return {};
+  const bool gpu = !runtime::gpu_unavailable_reason();
+  auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
+  return [bench, rows, gpu](const codegen::Plan& plan, const codegen::GemmStep& g,
+                            const codegen::KernelStep& k) {
+    if (rows * g.n * g.k > kSmallGemmMaxMacs)
+      return codegen::SmallGemmChoice{
+          false, fmt::format("cuBLASLt: {} x {} x {} (M x N x K) is past the 2^26 "
+                             "multiply-adds a CUDA-core kernel can win (not measured)",
+                             rows, g.n, g.k)};
+    if (!gpu) return codegen::SmallGemmChoice{false, "cuBLASLt: no GPU to measure on"};
+    try {
+      if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
+      runtime::GemmBench& b = **bench;
+      const std::string arch = runtime::device_arch();
+      // Keys: the kernel by its source (as the CUBIN cache keys it), cuBLASLt by its tuning key.
+      const std::string options = fmt::format("{}", fmt::join(runtime::nvrtc_options(arch), "\n"));
+      const std::string kernel_key =
+          fmt::format("{}|graph{}|kernel|{}|M{}", arch, kSmallGemmRepeats,
+                      runtime::kernel_cache_key(k.source, options, arch, runtime::nvrtc_version()),
+                      rows);
+      const std::string gemm_key = fmt::format(
+          "graph{}|{}", kSmallGemmRepeats,
+          runtime::gemm_tuning_key({arch, g.dtype, rows, g.n, g.k, g.epilogue, g.residual >= 0,
+                                    runtime::cublaslt_version()}));
+      // The kernel's CUBIN is built only when its time is not cached.
+      double kernel_us = b.cached_us(kernel_key).value_or(0.0);
+      if (kernel_us == 0.0) {
+        std::map<std::string, std::vector<char>> cubins;
+        cubins[k.name] = runtime::compile_to_cubin(k.source, k.name, arch);
+        kernel_us = b.graph_us(repeated_step_plan(plan, k), cubins, rows, kernel_key);
+      }
+      const double gemm_us = b.graph_us(repeated_step_plan(plan, g), {}, rows, gemm_key);
+      return decide_small_gemm(kernel_us / kSmallGemmRepeats, gemm_us / kSmallGemmRepeats, rows);
+    } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
+      return codegen::SmallGemmChoice{false, fmt::format("cuBLASLt: could not time: {}", e.what())};
+    }
   };
 }
 

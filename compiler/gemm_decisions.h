@@ -1,16 +1,20 @@
 // Compile-time choices made by measurement on the GPU (issue: "decided by measurement, not by
-// rule"): whether sibling GEMMs run merged. Times come from runtime::GemmBench, tuned and cached
+// rule"): whether sibling GEMMs run merged, whether epilogues fold, whether a tiny GEMM runs as a
+// generated kernel. Times come from runtime::GemmBench, tuned and cached
 // on disk, so a second compile of the same shapes measures nothing again.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "codegen/plan_builder.h"
 #include "passes/fuse_epilogue.h"
 #include "passes/merge_gemms.h"
 
 namespace mlpc {
 
 enum class MergeGemms { Off, On, Measure };
+enum class SmallGemms { Off, On, Measure };
 
 // A merge is taken when the merged GEMM is at least this much faster than the siblings apart:
 // closer than that is noise on a shared GPU, and apart keeps the plan torch.compile's.
@@ -38,5 +42,24 @@ passes::EpilogueDecision decide_epilogue(double epilogue_us, double plain_us, do
 // The rule applied to measured times (no GPU): merged_us vs the siblings' separate times.
 passes::GemmMergeDecision decide_merge(double merged_us, const std::vector<double>& apart_us,
                                        int64_t rows);
+
+// Small GEMMs as generated kernels (codegen/small_gemm_kernel.h). A CUDA-core kernel cannot win
+// against tensor cores once the GEMM has real work: past this many multiply-adds (rows * n * k)
+// the GEMM stays a cuBLASLt call without being measured (64 x 256 x 256 is 2^22; the decode-size
+// GeGLU's 16 x 6144 x 768, 2^26.2, already ran 2.7x slower as a kernel on the H200).
+inline constexpr int64_t kSmallGemmMaxMacs = int64_t{1} << 26;
+// The kernel is taken when its time inside a CUDA graph is at least this much below cuBLASLt's:
+// closer than that is noise, and cuBLASLt keeps the plan torch.compile's.
+inline constexpr double kSmallGemmMinGain = 0.05;
+// Each GEMM is timed this many times in a row inside one CUDA graph, so its time per launch is
+// what it costs in a compiled plan rather than the graph's own launch overhead.
+inline constexpr int kSmallGemmRepeats = 8;
+
+// The rule applied to measured times (µs per launch inside a CUDA graph).
+codegen::SmallGemmChoice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows);
+
+// The decider for `mode` at `rows` rows (nullptr for Off and On: build_plan's small_gemms flag
+// says On). Measure without a GPU keeps every GEMM a cuBLASLt call, and says so.
+codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows);
 
 }  // namespace mlpc

@@ -92,9 +92,13 @@ nlohmann::json plan_json(const CompiledGraph& c, int64_t batch) {
                                   : d.verdict == passes::Verdict::Recomputed ? "recomputed"
                                                                              : "rejected"},
                       {"reason", d.reason}});
-  return {{"graph", p.graph_name}, {"batch", batch},     {"arch", c.arch},
+  nlohmann::json choices = nlohmann::json::array();
+  for (const codegen::StepChoice& ch : p.choices)
+    choices.push_back({{"step", ch.step}, {"generated_kernel", ch.taken}, {"why", ch.why}});
+  return {{"graph", p.graph_name},    {"batch", batch},     {"arch", c.arch},
           {"launches", p.launches()}, {"kernels", kernels}, {"buffers", buffers},
-          {"passes", passes},         {"fusion", fusion},   {"nvrtc_ms", c.nvrtc_ms}};
+          {"passes", passes},         {"fusion", fusion},   {"gemm_choices", choices},
+          {"nvrtc_ms", c.nvrtc_ms}};
 }
 
 std::string plan_text(const CompiledGraph& c, int64_t batch) {

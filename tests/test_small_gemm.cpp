@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "codegen/plan_builder.h"
 #include "codegen/small_gemm_kernel.h"
 #include "compiler/compile.h"
 #include "compiler/report.h"
@@ -43,11 +44,22 @@ TEST_CASE("small GEMM kernels: taken for n a multiple of 32 without a residual",
   CHECK(k->output == 3);
   CHECK(k->gemm_k == 32);
   CHECK(k->vec == 8);  // 16-byte loads of bf16 along K
-  CHECK(k->out_row_len == codegen::kSmallGemmTile);
+  // K = 32 bf16 is 4 chunks of 8: 4 threads per output (none idle), so a block of 256 threads
+  // covers 64 columns: one block per row of the 1024 x 64 output.
+  CHECK(k->out_row_len == 64);
+  CHECK(has(k->source, "constexpr int kParts = 4;"));
   CHECK(has(k->source, "v += mlpc_to_float(in2[col]);"));
-  // One block per row and 32 columns: 1024 rows x 64 columns -> 2048 blocks of 256 threads.
-  CHECK(codegen::launch_dims(*k, 1024 * 64).grid == 2048);
+  CHECK(codegen::launch_dims(*k, 1024 * 64).grid == 1024);
   CHECK(codegen::launch_dims(*k, 1024 * 64).block == 256);
+  // Enough chunks along K (256 f32 = 64 chunks of 4): 8 threads per output, 32 columns a block.
+  k = codegen::generate_small_gemm_kernel(gemm(ir::DType::F32, 256, 256, Epilogue::Bias));
+  REQUIRE(k);
+  CHECK(k->out_row_len == codegen::kSmallGemmMinTile);
+  CHECK(has(k->source, "constexpr int kParts = 8;"));
+  // Few chunks, but 64 columns do not divide n = 96: stays at 8 threads per output, 32 columns.
+  k = codegen::generate_small_gemm_kernel(gemm(ir::DType::BF16, 96, 16, Epilogue::None));
+  REQUIRE(k);
+  CHECK(k->out_row_len == 32);
 
   k = codegen::generate_small_gemm_kernel(gemm(ir::DType::F32, 256, 7, Epilogue::ReluBias));
   REQUIRE(k);
@@ -82,7 +94,7 @@ TEST_CASE("plans with --small-gemms: each GEMM one generated kernel, named as th
           "[small_gemm]") {
   CompileOptions o{.fusion = true, .epilogues = true, .arch = "sm_90", .build_kernels = false,
                    .measure_epilogues = false};
-  o.small_gemms = true;
+  o.small_gemms = SmallGemms::On;
   CompiledGraph c = compile(make_sample("mlp3_small"), o);
   REQUIRE(c.plan.launches() == 3);
   std::vector<StepFacts> facts = plan_facts(c.plan, 64);
@@ -98,7 +110,50 @@ TEST_CASE("plans with --small-gemms: each GEMM one generated kernel, named as th
   for (const codegen::Step& s : c.plan.steps) gemm_calls += std::holds_alternative<codegen::GemmStep>(s);
   CHECK(gemm_calls == 1);
   // Off by default.
-  o.small_gemms = false;
+  o.small_gemms = SmallGemms::Off;
   c = compile(make_sample("mlp3_small"), o);
   for (const codegen::Step& s : c.plan.steps) CHECK(std::holds_alternative<codegen::GemmStep>(s));
+}
+
+TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, and obeyed",
+          "[small_gemm]") {
+  CompileOptions o{.fusion = true, .epilogues = true, .arch = "sm_90", .build_kernels = false,
+                   .measure_epilogues = false};
+  CompiledGraph c = compile(make_sample("ffn"), o);
+  std::vector<std::string> asked;
+  // Take the first GEMM asked about, refuse the rest.
+  auto decider = [&](const codegen::Plan& plan, const codegen::GemmStep& g,
+                     const codegen::KernelStep& k) {
+    CHECK(k.name == g.name);
+    CHECK(plan.buffers.size() > static_cast<size_t>(g.y));  // the GEMM's buffers exist
+    asked.push_back(g.name);
+    return codegen::SmallGemmChoice{asked.size() == 1, fmt::format("choice {}", asked.size())};
+  };
+  codegen::Plan p = codegen::build_plan(c.pipeline.graph, {.small_gemm_decider = decider});
+  // ffn at -O2: the gate and up GEMMs are asked about; the down GEMM carries the residual
+  // through C, which the kernel cannot, so it is not.
+  CHECK(asked == std::vector<std::string>{"gemm_gate", "gemm_up"});
+  REQUIRE(p.choices.size() == 2);
+  CHECK(p.choices[0].step == "gemm_gate");
+  CHECK(p.choices[0].taken);
+  CHECK(p.choices[0].why == "choice 1");
+  CHECK_FALSE(p.choices[1].taken);
+  int kernels_named_gemm = 0;
+  for (const codegen::Step& s : p.steps)
+    if (auto* k = std::get_if<codegen::KernelStep>(&s)) kernels_named_gemm += k->gemm_k > 0;
+  CHECK(kernels_named_gemm == 1);
+}
+
+TEST_CASE("the small-GEMM rule: the kernel only when measurably faster than cuBLASLt",
+          "[small_gemm]") {
+  codegen::SmallGemmChoice c = decide_small_gemm(3.8, 11.6, 64);
+  CHECK(c.use_kernel);
+  CHECK(c.why == "generated kernel: measured at M=64 in a CUDA graph: 3.80 us as a kernel vs "
+                 "11.60 us for cuBLASLt");
+  CHECK_FALSE(decide_small_gemm(3.2, 3.3, 1024).use_kernel);  // within the 5% of noise
+  CHECK_FALSE(decide_small_gemm(20.2, 7.4, 16).use_kernel);
+  CHECK_FALSE(decide_small_gemm(0.0, 7.4, 16).use_kernel);  // not timed: cuBLASLt kept
+  // Without a GPU, measuring keeps cuBLASLt and says why; Off and On need no decider.
+  CHECK_FALSE(small_gemm_decider(SmallGemms::Off, 64));
+  CHECK_FALSE(small_gemm_decider(SmallGemms::On, 64));
 }

@@ -17,7 +17,7 @@ TEST_CASE("small GEMM kernels match the reference", "[gpu][small_gemm]") {
         INFO(sample << " " << ir::dtype_name(dt) << " batch " << batch);
         const ir::Graph g = with_dtype(make_sample(sample), dt);
         CompileOptions o{.fusion = true, .epilogues = true, .measure_epilogues = false};
-        o.small_gemms = true;
+        o.small_gemms = SmallGemms::On;
         CompiledGraph c = compile(g, o);
         Values values = random_values(g, batch, 5);
         std::vector<int64_t> rows = sample_rows(batch);
@@ -26,4 +26,30 @@ TEST_CASE("small GEMM kernels match the reference", "[gpu][small_gemm]") {
         INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
         CHECK(check.ok);
       }
+}
+
+TEST_CASE("-O2 measures each small GEMM as a kernel and as cuBLASLt, and runs its choice",
+          "[gpu][small_gemm]") {
+  const ir::Graph g = make_sample("mlp3_small");
+  CompileOptions o{.fusion = true, .epilogues = true, .decide_rows = 64,
+                   .measure_epilogues = false};
+  o.small_gemms = SmallGemms::Measure;
+  CompiledGraph c = compile(g, o);
+  REQUIRE(c.plan.choices.size() == 3);
+  for (const codegen::StepChoice& ch : c.plan.choices) {
+    INFO(ch.step << ": " << ch.why);
+    CHECK(ch.why.find("measured at M=64 in a CUDA graph") != std::string::npos);
+  }
+  Values values = random_values(g, 64, 9);
+  std::vector<int64_t> rows = sample_rows(64);
+  Check check = compare_rows(g, run_on_gpu(c, values, 64), rows, reference_on_rows(g, values, rows));
+  CHECK(check.ok);
+  // Past kSmallGemmMaxMacs nothing is timed: the decode-size GeGLU at 8192 rows.
+  o.decide_rows = 8192;
+  c = compile(make_sample("geglu"), o);
+  for (const codegen::StepChoice& ch : c.plan.choices) {
+    INFO(ch.step << ": " << ch.why);
+    CHECK_FALSE(ch.taken);
+    CHECK(ch.why.find("not measured") != std::string::npos);
+  }
 }
