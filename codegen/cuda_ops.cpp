@@ -116,6 +116,20 @@ __device__ __forceinline__ void mlpc_load(const T* __restrict__ p, float* v) {
     for (int j = 0; j < N; ++j) v[j] = mlpc_to_float(p[j]);
   }
 }
+// The same elements unconverted: a row held in registers at its own width (bf16 and f16 take half
+// the registers of their floats, which is occupancy for a kernel that holds a whole row).
+template <int N, typename T>
+__device__ __forceinline__ void mlpc_load_raw(const T* __restrict__ p, T* v) {
+  constexpr int kPerChunk = 16 / sizeof(T);
+  if (N % kPerChunk == 0) {
+#pragma unroll
+    for (int c = 0; c < N / kPerChunk; ++c)
+      reinterpret_cast<uint4*>(v)[c] = reinterpret_cast<const uint4*>(p)[c];
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; ++j) v[j] = p[j];
+  }
+}
 template <int N, typename T>
 __device__ __forceinline__ void mlpc_store(T* __restrict__ p, const float* v) {
   constexpr int kPerChunk = 16 / sizeof(T);

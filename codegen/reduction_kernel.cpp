@@ -95,7 +95,8 @@ class RowKernel {
     return shape_.cached && in_role_[input] == ir::RowRole::Full;
   }
   std::string load_expr(size_t input) const {
-    return held(input) ? fmt::format("x{}[j][k]", input) : fmt::format("x{}[k]", input);
+    return held(input) ? fmt::format("mlpc_to_float(x{}[j][k])", input)
+                       : fmt::format("x{}[k]", input);
   }
   std::set<uint32_t> cone(NodeId target) const;
   void choose_kept(const std::vector<NodeId>& passes);
@@ -315,14 +316,16 @@ KernelStep RowKernel::run() {
     }
   }
   if (shape_.cached) {
-    src_ += "    // The row, loaded once.\n";
+    src_ += "    // The row, loaded once and held at its own width.\n";
     for (size_t i = 0; i < ins_.size(); ++i)
-      if (held(i)) src_ += fmt::format("    float x{}[kChunks][kVec];\n", i);
+      if (held(i))
+        src_ += fmt::format("    alignas(16) {} x{}[kChunks][kVec];\n",
+                            cuda_type(body_.node(ins_[i]).type.dtype), i);
     src_ += "#pragma unroll\n    for (int j = 0; j < kChunks; ++j) {\n"
             "      const int col = (j * kThreadsPerRow + lane) * kVec;\n"
             "      if (col < kRowLen) {\n";
     for (size_t i = 0; i < ins_.size(); ++i)
-      if (held(i)) src_ += fmt::format("        mlpc_load<kVec>(row{0} + col, x{0}[j]);\n", i);
+      if (held(i)) src_ += fmt::format("        mlpc_load_raw<kVec>(row{0} + col, x{0}[j]);\n", i);
     src_ += "      }\n    }\n";
   }
   std::vector<NodeId> passes;
