@@ -24,7 +24,7 @@ for f in bench/rows_4096/*.mlp; do
   python3 -c "import json,sys; r=json.load(open(sys.argv[1])); [print(sys.argv[2], s['name'], round(s['us'],1), 'us', round(s['gbps']), 'GB/s') for s in r['modes']['compiled']['steps']]" "$w/rows/$n.json" "$n"
 done
 if (( $(left) > 200 )); then
-  MLPC_SANITIZE_TIMEOUT=$(( ($(left) - 20) / 12 )) MLPC_SANITIZE_TESTS="${SANITIZE_TESTS:-[merge],*pointwise*}" \
+  MLPC_SANITIZE_BUDGET=$(( $(left) - 20 )) MLPC_SANITIZE_TESTS="${SANITIZE_TESTS:-[reduction],[small_gemm]}" \
     bench/sanitize_gpu.sh "$w/sanitize" "$bin" > "$w/sanitize.log" 2>&1
   echo "sanitize: exit $?"; tail -14 "$w/sanitize/summary.txt"
 fi
