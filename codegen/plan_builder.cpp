@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <set>
+#include <string>
 
 #include "codegen/pointwise_kernel.h"
 #include "codegen/reduction_kernel.h"
@@ -33,6 +35,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
     return buffer_of[g.id_of(n).index];
   };
   auto buf = [&](ir::NodeId id) { return buffer_of[id.index]; };
+  std::set<std::string> kernel_names;  // of small-GEMM kernels (fused kernels are mlpc_*)
 
   for (const ir::Node& n : g.nodes) {
     switch (n.op) {
@@ -75,7 +78,13 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
           plan.choices.push_back({s.name, c.use_kernel, std::move(c.why)});
           if (!c.use_kernel) kernel.reset();
         }
-        if (kernel) plan.steps.push_back(std::move(*kernel));
+        if (kernel) {
+          // Two values can map to one identifier ("a.b" and "a_b"): a kernel symbol is unique.
+          const std::string base = kernel->name;
+          for (int i = 2; !kernel_names.insert(kernel->name).second; ++i)
+            kernel->name = fmt::format("{}_{}", base, i);
+          plan.steps.push_back(std::move(*kernel));
+        }
         else plan.steps.push_back(std::move(s));
         break;
       }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "codegen/cuda_ops.h"
 #include "codegen/reduction_kernel.h"
 #include "ir/dtype.h"
@@ -34,7 +36,11 @@ std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g) {
   const bool bias = g.epilogue != Epilogue::None;
 
   KernelStep k;
-  k.name = g.name;  // gemm_<value>: the GEMM keeps its name as a kernel
+  // gemm_<value>: the GEMM keeps its name as a kernel, made a C identifier (a value may be called
+  // "fc1.mm"); build_plan makes it unique among the plan's kernels.
+  k.name = g.name;
+  for (char& c : k.name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
   k.inputs = {g.x, g.w};
   if (bias) k.inputs.push_back(g.bias);
   k.output = g.y;

@@ -6,6 +6,9 @@
 // property throws std::logic_error, which libFuzzer reports as a crash and Catch as a failure.
 #pragma once
 
+#include <algorithm>
+#include <cctype>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -100,6 +103,22 @@ inline void check_pipeline(std::string_view text) {
       broken(std::string("a verified graph failed in the passes or codegen: ") + e.what());
     }
     check_round_trip(r.graph, "graph after the passes");
+    // Every kernel is a distinct C identifier: NVRTC compiles it and the executor finds it by
+    // name (a GEMM value called "fc1.mm" once became a kernel symbol as it was).
+    for (const codegen::Plan& plan : plans) {
+      std::set<std::string> symbols;
+      for (const codegen::Step& s : plan.steps) {
+        const auto* k = std::get_if<codegen::KernelStep>(&s);
+        if (!k) continue;
+        const bool identifier =
+            !k->name.empty() && !std::isdigit(static_cast<unsigned char>(k->name[0])) &&
+            std::all_of(k->name.begin(), k->name.end(), [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+            });
+        if (!identifier) broken("kernel symbol is not a C identifier: " + k->name);
+        if (!symbols.insert(k->name).second) broken("two kernels share the symbol " + k->name);
+      }
+    }
     // The smallest batch and the largest one the CLI takes (--batch <= 2^24).
     for (const codegen::Plan& plan : plans)
       for (int64_t batch : {int64_t{1}, int64_t{1} << 24}) {

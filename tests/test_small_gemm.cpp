@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/plan_builder.h"
+#include "ir/parser.h"
 #include "codegen/small_gemm_kernel.h"
 #include "compiler/compile.h"
 #include "compiler/report.h"
@@ -156,4 +157,29 @@ TEST_CASE("the small-GEMM rule: the kernel only when measurably faster than cuBL
   // Without a GPU, measuring keeps cuBLASLt and says why; Off and On need no decider.
   CHECK_FALSE(small_gemm_decider(SmallGemms::Off, 64));
   CHECK_FALSE(small_gemm_decider(SmallGemms::On, 64));
+}
+
+TEST_CASE("a small-GEMM kernel's symbol is a unique C identifier, whatever the value is called",
+          "[small_gemm][nvrtc]") {
+  // At -O1 nothing folds into mlp3_small's GEMMs: their values are fc1.mm, fc2.mm, fc3.mm. The
+  // sanitizer run on the H200 found `gemm_fc1.mm` handed to NVRTC as a function name.
+  CompileOptions o{.fusion = true, .arch = "sm_90"};
+  o.small_gemms = SmallGemms::On;
+  o.use_cache = false;
+  CompiledGraph c = compile(make_sample("mlp3_small"), o);
+  REQUIRE(std::holds_alternative<codegen::KernelStep>(c.plan.steps[0]));
+  CHECK(std::get<codegen::KernelStep>(c.plan.steps[0]).name == "gemm_fc1_mm");
+  CHECK(c.cubins.count("gemm_fc1_mm") == 1);
+  // Two values that map to one identifier get two symbols.
+  ir::Graph g = ir::parse(
+      "func @two(%x: f32[M, 32]) -> f32[M, 32] {\n"
+      "  %w = param f32[32, 32]\n"
+      "  %a.b = matmul %x, %w : f32[M, 32]\n"
+      "  %a_b = matmul %a.b, %w : f32[M, 32]\n"
+      "  return %a_b\n}\n");
+  c = compile(g, o);
+  REQUIRE(c.plan.launches() == 2);
+  CHECK(std::get<codegen::KernelStep>(c.plan.steps[0]).name == "gemm_a_b");
+  CHECK(std::get<codegen::KernelStep>(c.plan.steps[1]).name == "gemm_a_b_2");
+  CHECK(c.cubins.size() == 2);
 }
