@@ -33,41 +33,42 @@ std::string describe(const ir::Graph& body, const Node& n) {
 
 constexpr std::string_view kWarpCombine = R"(
 // Butterfly combines: every lane ends with the same total (a + b == b + a, step by step).
-__device__ __forceinline__ float mlpc_warp_sum(float v) {
+struct MlpcSum {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+};
+struct MlpcMax {
+  __device__ __forceinline__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+template <typename Op>
+__device__ __forceinline__ float mlpc_warp_combine(float v, Op op) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
-__device__ __forceinline__ float mlpc_warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
+__device__ __forceinline__ float mlpc_warp_sum(float v) { return mlpc_warp_combine(v, MlpcSum{}); }
+__device__ __forceinline__ float mlpc_warp_max(float v) { return mlpc_warp_combine(v, MlpcMax{}); }
 )";
 
 // A block-wide combine over kWarps warps through shared memory; every thread gets the total.
 constexpr std::string_view kBlockCombine = R"(
-template <int kWarps>
-__device__ __forceinline__ float mlpc_block_sum(float v, float* smem) {
-  v = mlpc_warp_sum(v);
+template <int kWarps, typename Op>
+__device__ __forceinline__ float mlpc_block_combine(float v, float* smem, Op op) {
+  v = mlpc_warp_combine(v, op);
   if ((threadIdx.x & 31) == 0) smem[threadIdx.x >> 5] = v;
   __syncthreads();
   float t = smem[0];
 #pragma unroll
-  for (int w = 1; w < kWarps; ++w) t += smem[w];
+  for (int w = 1; w < kWarps; ++w) t = op(t, smem[w]);
   __syncthreads();  // smem is written again by the next combine
   return t;
 }
 template <int kWarps>
+__device__ __forceinline__ float mlpc_block_sum(float v, float* smem) {
+  return mlpc_block_combine<kWarps>(v, smem, MlpcSum{});
+}
+template <int kWarps>
 __device__ __forceinline__ float mlpc_block_max(float v, float* smem) {
-  v = mlpc_warp_max(v);
-  if ((threadIdx.x & 31) == 0) smem[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float t = smem[0];
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w) t = fmaxf(t, smem[w]);
-  __syncthreads();
-  return t;
+  return mlpc_block_combine<kWarps>(v, smem, MlpcMax{});
 }
 )";
 

@@ -175,10 +175,9 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows) {
           fmt::format("{}|graph{}|kernel|{}|M{}", arch, kSmallGemmRepeats,
                       runtime::kernel_cache_key(k.source, options, arch, runtime::nvrtc_version()),
                       rows);
-      const std::string gemm_key = fmt::format(
-          "graph{}|{}", kSmallGemmRepeats,
-          runtime::gemm_tuning_key({arch, g.dtype, rows, g.n, g.k, g.epilogue, g.residual >= 0,
-                                    runtime::cublaslt_version()}));
+      const std::string gemm_key =
+          fmt::format("graph{}|{}", kSmallGemmRepeats,
+                      runtime::gemm_tuning_key(g, rows, arch, runtime::cublaslt_version()));
       // The kernel's CUBIN is built only when its time is not cached.
       double kernel_us = b.cached_us(kernel_key).value_or(0.0);
       if (kernel_us == 0.0) {

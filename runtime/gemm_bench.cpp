@@ -91,16 +91,15 @@ GemmBench::~GemmBench() = default;
 
 double GemmBench::best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
                           codegen::Epilogue epilogue) {
-  const std::string key = gemm_tuning_key(
-      {device_arch(), dtype, rows, n, k, epilogue, false, cublaslt_version()});
-  if (auto rec = s_->cache.find(key); rec && rec->us > 0) return rec->us;
-  Timer& t = s_->timer_made();
   codegen::GemmStep step;
   step.name = fmt::format("gemm_bench_{}x{}x{}", rows, n, k);
   step.epilogue = epilogue;
   step.n = n;
   step.k = k;
   step.dtype = dtype;
+  if (auto us = cached_us(gemm_tuning_key(step, rows, device_arch(), cublaslt_version())))
+    return *us;
+  Timer& t = s_->timer_made();
   const auto size = static_cast<int64_t>(ir::dtype_size(dtype));
   GemmOperands ops;
   ops.x = t.x.reserve(static_cast<size_t>(rows * k * size));

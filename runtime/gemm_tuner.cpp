@@ -85,6 +85,12 @@ std::string gemm_tuning_key(const GemmKey& k) {
                      k.cublaslt_version);
 }
 
+std::string gemm_tuning_key(const codegen::GemmStep& step, int64_t rows, const std::string& arch,
+                            const std::string& cublaslt_version) {
+  return gemm_tuning_key({arch, step.dtype, rows, step.n, step.k, step.epilogue,
+                          step.residual >= 0, cublaslt_version});
+}
+
 std::string cublaslt_version() {
   const size_t v = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
   return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
@@ -277,8 +283,7 @@ GemmTuner::~GemmTuner() {
 }
 
 std::string GemmTuner::key(const codegen::GemmStep& step, int64_t rows) const {
-  return gemm_tuning_key(
-      {arch_, step.dtype, rows, step.n, step.k, step.epilogue, step.residual >= 0, version_});
+  return gemm_tuning_key(step, rows, arch_, version_);
 }
 
 const GemmChoice* GemmTuner::chosen(const codegen::GemmStep& step, int64_t rows) const {

@@ -60,6 +60,9 @@ struct GemmKey {
 
 // "sm_90|bf16|8192x3072x768|gelu_bias|res0|cublasLt13.1.0" (rows x n x k).
 std::string gemm_tuning_key(const GemmKey& k);
+// The key of `step` at `rows` rows: what the tuner, GemmBench and -O2's decisions all look up.
+std::string gemm_tuning_key(const codegen::GemmStep& step, int64_t rows, const std::string& arch,
+                            const std::string& cublaslt_version);
 
 // cublasLtGetVersion() as "major.minor.patch".
 std::string cublaslt_version();
