@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <queue>
 #include <set>
 
 #include "passes/fused_region.h"
@@ -67,46 +66,37 @@ class Grouper {
     Group grp{root, {root}, {}};
     const ir::Shape& space = g_.nodes[root].type.shape;
     group_of_[root] = static_cast<int>(groups_.size());
-    std::priority_queue<std::pair<uint32_t, uint32_t>> todo;  // (producer, consumer)
-    std::set<uint32_t> queued;
-    auto push_operands = [&](uint32_t consumer) {
-      for (NodeId o : g_.nodes[consumer].operands)
-        if (queued.insert(o.index).second) todo.push({o.index, consumer});
-    };
-    push_operands(root);
-    while (!todo.empty()) {
-      auto [p, consumer] = todo.top();
-      todo.pop();
+    walk_producers(g_, root, [&](uint32_t p, uint32_t consumer) {
       const Node& pn = g_.nodes[p];
       auto decide = [&](Verdict v, std::string reason) {
         pending_.push_back({"", pn.name, g_.nodes[consumer].name, v, std::move(reason)});
       };
       switch (ir::op_kind(pn.op)) {
-        case ir::OpKind::Source: continue;  // a kernel argument, read from memory
+        case ir::OpKind::Source: return false;  // a kernel argument, read from memory
         case ir::OpKind::Gemm:
           decide(Verdict::Rejected, "producer is a matmul: fusion never crosses a GEMM");
-          continue;
+          return false;
         case ir::OpKind::Pointwise: break;
         case ir::OpKind::Reduction:
           decide(Verdict::Rejected, "producer is a row reduction, not pointwise: fuse-reduction "
                                     "gives it a row kernel");
-          continue;
-        default: decide(Verdict::Rejected, "producer is already a kernel"); continue;
+          return false;
+        default: decide(Verdict::Rejected, "producer is already a kernel"); return false;
       }
-      if (group_of_[p] != -1) continue;
+      if (group_of_[p] != -1) return false;
       if (g_.nodes[consumer].op == ir::Op::Slice) {
         // Even at full width (offset 0: an identity): the kernel reads a slice's columns from
         // memory with strided loads (codegen/pointwise_kernel.cpp). Fusing it was an internal
         // error the pipeline fuzzer found.
         decide(Verdict::Rejected, "a slice reads its operand from memory");
-        continue;
+        return false;
       }
       if (!(pn.type.shape == space)) {
         decide(Verdict::Rejected,
                fmt::format("producer iterates over {}, the group over {}",
                            ir::to_string(pn.type.shape, g_.batch_symbol),
                            ir::to_string(space, g_.batch_symbol)));
-        continue;
+        return false;
       }
       const std::vector<NodeId>& users = users_[p];
       bool all_inside = std::all_of(users.begin(), users.end(),
@@ -117,8 +107,7 @@ class Grouper {
         decide(Verdict::Fused, users.size() == 1 ? "single user"
                                                  : fmt::format("all {} users in the group",
                                                                users.size()));
-        push_operands(p);
-        continue;
+        return true;
       }
       auto outside = std::find_if(users.begin(), users.end(), [&](NodeId u) {
         return !grp.members.count(u.index);
@@ -139,7 +128,8 @@ class Grouper {
                fmt::format("producer has {} and recomputing it would load more: materialized",
                            describe_users(users)));
       }
-    }
+      return false;
+    });
     groups_.push_back(std::move(grp));
     decisions_of_group_.push_back(std::move(pending_));
     pending_.clear();

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
-#include <queue>
 #include <set>
 
 #include "ir/row_space.h"
@@ -96,36 +95,27 @@ class Grouper {
       return ok;
     };
     if (!admit_node(g_.nodes[root])) return grp;  // e.g. a reduction over a 1-d tensor's rows
-    std::priority_queue<std::pair<uint32_t, uint32_t>> todo;  // (producer, consumer)
-    std::set<uint32_t> queued;
-    auto push_operands = [&](uint32_t consumer) {
-      for (NodeId o : g_.nodes[consumer].operands)
-        if (queued.insert(o.index).second) todo.push({o.index, consumer});
-    };
-    push_operands(root);
-    while (!todo.empty()) {
-      auto [p, consumer] = todo.top();
-      todo.pop();
+    walk_producers(g_, root, [&](uint32_t p, uint32_t consumer) {
       const Node& pn = g_.nodes[p];
       auto decide = [&](Verdict v, std::string reason) {
         grp.decisions.push_back({"", pn.name, g_.nodes[consumer].name, v, std::move(reason)});
       };
       switch (ir::op_kind(pn.op)) {
-        case ir::OpKind::Source: continue;  // a kernel argument
+        case ir::OpKind::Source: return false;  // a kernel argument
         case ir::OpKind::Gemm:
           decide(Verdict::Rejected, "producer is a matmul: fusion never crosses a GEMM");
-          continue;
+          return false;
         case ir::OpKind::Pointwise:
         case ir::OpKind::Reduction: break;
-        default: decide(Verdict::Rejected, "producer is already a kernel"); continue;
+        default: decide(Verdict::Rejected, "producer is already a kernel"); return false;
       }
-      if (taken_[p]) continue;
+      if (taken_[p]) return false;
       if (!admit_node(pn)) {
         decide(Verdict::Rejected,
                fmt::format("producer {} is not in the group's rows {}",
                            ir::to_string(pn.type.shape, g_.batch_symbol),
                            rows.str(g_.batch_symbol)));
-        continue;
+        return false;
       }
       const std::vector<NodeId>& users = users_[p];
       auto outside = std::find_if(users.begin(), users.end(),
@@ -138,15 +128,15 @@ class Grouper {
         decide(Verdict::Rejected,
                fmt::format("producer has {} user{}, also read by {}: materialized", users.size(),
                            users.size() == 1 ? "" : "s", reader));
-        continue;
+        return false;
       }
       grp.members.insert(p);
       decide(Verdict::Fused, ir::is_reduction(pn.op) ? "a reduction over the same rows"
                              : users.size() == 1     ? "single user"
                                                  : fmt::format("all {} users in the group",
                                                                users.size()));
-      push_operands(p);
-    }
+      return true;
+    });
     return grp;
   }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <queue>
+#include <utility>
 #include <vector>
 
 namespace mlpc::passes {
@@ -32,6 +34,22 @@ ir::Node make_fused_region(const ir::Graph& g, ir::Op op, const std::set<uint32_
   fused.body = std::make_shared<const ir::Graph>(body.finish());
   for (ir::NodeId o : inputs) fused.operands.push_back(outer.mapped(o));
   return fused;
+}
+
+void walk_producers(const ir::Graph& g, uint32_t root,
+                    const std::function<bool(uint32_t producer, uint32_t consumer)>& visit) {
+  std::priority_queue<std::pair<uint32_t, uint32_t>> todo;  // (producer, consumer)
+  std::set<uint32_t> queued;
+  auto push_operands = [&](uint32_t consumer) {
+    for (ir::NodeId o : g.nodes[consumer].operands)
+      if (queued.insert(o.index).second) todo.push({o.index, consumer});
+  };
+  push_operands(root);
+  while (!todo.empty()) {
+    auto [producer, consumer] = todo.top();
+    todo.pop();
+    if (visit(producer, consumer)) push_operands(producer);
+  }
 }
 
 }  // namespace mlpc::passes
