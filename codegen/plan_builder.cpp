@@ -35,7 +35,11 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
     return buffer_of[g.id_of(n).index];
   };
   auto buf = [&](ir::NodeId id) { return buffer_of[id.index]; };
-  std::set<std::string> kernel_names;  // of small-GEMM kernels (fused kernels are mlpc_*)
+  // Kernel symbols taken: the fused regions' (unique, the verifier checks), then each small-GEMM
+  // kernel's as it is made.
+  std::set<std::string> kernel_names;
+  for (const ir::Node& n : g.nodes)
+    if (ir::is_fused(n.op)) kernel_names.insert(n.symbol);
 
   for (const ir::Node& n : g.nodes) {
     switch (n.op) {

@@ -88,8 +88,13 @@ class Verifier {
       fail("only pointwise ops may appear in a fused.pointwise region");
     if (is_fused(n.op)) {
       if (n.symbol.empty()) fail("has no kernel symbol");
-      if (!is_name(n.symbol))
-        fail(fmt::format("kernel symbol '{}' is not [A-Za-z0-9_.]+", n.symbol));
+      // The symbol is the CUDA kernel's name (NVRTC compiles it, the executor finds it by it):
+      // a C identifier, one per kernel. The pipeline fuzzer found "@000k…" reaching codegen.
+      if (!is_ident(n.symbol) || n.symbol.find('.') != std::string::npos)
+        fail(fmt::format("kernel symbol '{}' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)",
+                         n.symbol));
+      if (auto [it, fresh] = symbols_.emplace(n.symbol, n.name); !fresh)
+        fail(fmt::format("kernel symbol @{} is also the kernel of %{}", n.symbol, it->second));
       if (!n.body) fail("has no region");
       region_op_ = n.op;
       graph(*n.body, &n.symbol);  // depth 1: a region holding a fused node was rejected above
@@ -163,6 +168,7 @@ class Verifier {
 
   std::string_view file_;
   Op region_op_ = Op::FusedPointwise;  // the fused op whose region is being verified
+  std::unordered_map<std::string, std::string> symbols_;  // kernel symbol -> the fused value
   std::set<const Node*> concat_members_;  // params already stacked by a concat
 };
 

@@ -182,4 +182,17 @@ TEST_CASE("a small-GEMM kernel's symbol is a unique C identifier, whatever the v
   CHECK(std::get<codegen::KernelStep>(c.plan.steps[0]).name == "gemm_a_b");
   CHECK(std::get<codegen::KernelStep>(c.plan.steps[1]).name == "gemm_a_b_2");
   CHECK(c.cubins.size() == 2);
+  // Nor may it take a hand-written region's symbol.
+  g = ir::parse(
+      "func @taken(%x: f32[M, 32]) -> f32[M, 32] {\n"
+      "  %w = param f32[32, 32]\n"
+      "  %y = matmul %x, %w : f32[M, 32]\n"
+      "  %r = fused.pointwise @gemm_y(%y) : f32[M, 32] {\n"
+      "    %s = relu %y : f32[M, 32]\n    return %s\n  }\n"
+      "  return %r\n}\n");
+  o.fusion = false;  // keep the region as written
+  c = compile(g, o);
+  REQUIRE(c.plan.launches() == 2);
+  CHECK(std::get<codegen::KernelStep>(c.plan.steps[0]).name == "gemm_y_2");
+  CHECK(std::get<codegen::KernelStep>(c.plan.steps[1]).name == "gemm_y");
 }
