@@ -142,6 +142,13 @@ TEST_CASE("bad input: wrong types or shapes", "[bad_input]") {
                 ":4:24: error: declared type f32[M, 4] does not match inferred type f32[M, 8]");
 }
 
+TEST_CASE("bad input: a region whose kernel symbol is not a C identifier", "[bad_input]") {
+  check_row({"compile", data("bad_kernel_symbol.mlp")}, 1,
+            data("bad_kernel_symbol.mlp") +
+                ":4:3: error: node %k (fused.pointwise): kernel symbol '0k' is not a C "
+                "identifier ([A-Za-z_][A-Za-z0-9_]*)");
+}
+
 TEST_CASE("bad input: unknown ops", "[bad_input]") {
   check_row({"compile", data("bad_unknown_op.mlp")}, 1,
             data("bad_unknown_op.mlp") + ":3:8: error: unknown op 'frobnicate'");
