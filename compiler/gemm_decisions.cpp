@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fmt/ranges.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -11,11 +9,10 @@
 #include <numeric>
 
 #include "ir/error.h"
+#include "runtime/cached_compiler.h"
 #include "runtime/device.h"
 #include "runtime/gemm_bench.h"
 #include "runtime/gemm_tuner.h"
-#include "runtime/kernel_cache.h"
-#include "runtime/nvrtc_compiler.h"
 
 namespace mlpc {
 
@@ -153,12 +150,12 @@ codegen::Plan repeated_step_plan(const codegen::Plan& so_far, codegen::Step step
 
 }  // namespace
 
-codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows) {
+codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool use_cache) {
   if (mode != SmallGemms::Measure) return {};
   const bool gpu = !runtime::gpu_unavailable_reason();
   auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
-  return [bench, rows, gpu](const codegen::Plan& plan, const codegen::GemmStep& g,
-                            const codegen::KernelStep& k) {
+  return [bench, rows, gpu, use_cache](const codegen::Plan& plan, const codegen::GemmStep& g,
+                                       const codegen::KernelStep& k) {
     if (rows * g.n * g.k > kSmallGemmMaxMacs)
       return codegen::SmallGemmChoice{
           false, fmt::format("cuBLASLt: {} x {} x {} (M x N x K) is past the 2^26 "
@@ -169,20 +166,18 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows) {
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       runtime::GemmBench& b = **bench;
       const std::string arch = runtime::device_arch();
+      runtime::CachedCompiler compiler(arch, use_cache);
       // Keys: the kernel by its source (as the CUBIN cache keys it), cuBLASLt by its tuning key.
-      const std::string options = fmt::format("{}", fmt::join(runtime::nvrtc_options(arch), "\n"));
-      const std::string kernel_key =
-          fmt::format("{}|graph{}|kernel|{}|M{}", arch, kSmallGemmRepeats,
-                      runtime::kernel_cache_key(k.source, options, arch, runtime::nvrtc_version()),
-                      rows);
+      const std::string kernel_key = fmt::format("{}|graph{}|kernel|{}|M{}", arch,
+                                                 kSmallGemmRepeats, compiler.key(k.source), rows);
       const std::string gemm_key =
           fmt::format("graph{}|{}", kSmallGemmRepeats,
                       runtime::gemm_tuning_key(g, rows, arch, runtime::cublaslt_version()));
-      // The kernel's CUBIN is built only when its time is not cached.
+      // The kernel's CUBIN is fetched only when its time is not cached.
       double kernel_us = b.cached_us(kernel_key).value_or(0.0);
       if (kernel_us == 0.0) {
         std::map<std::string, std::vector<char>> cubins;
-        cubins[k.name] = runtime::compile_to_cubin(k.source, k.name, arch);
+        cubins[k.name] = compiler.get(k.source, k.name).bytes;
         kernel_us = b.graph_us(repeated_step_plan(plan, k), cubins, rows, kernel_key);
       }
       const double gemm_us = b.graph_us(repeated_step_plan(plan, g), {}, rows, gemm_key);

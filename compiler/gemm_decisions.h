@@ -59,7 +59,8 @@ inline constexpr int kSmallGemmRepeats = 8;
 codegen::SmallGemmChoice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows);
 
 // The decider for `mode` at `rows` rows (nullptr for Off and On: build_plan's small_gemms flag
-// says On). Measure without a GPU keeps every GEMM a cuBLASLt call, and says so.
-codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows);
+// says On). Measure without a GPU keeps every GEMM a cuBLASLt call, and says so. The kernels it
+// times are built through the on-disk CUBIN cache when `use_cache` (compile() then finds them).
+codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool use_cache = true);
 
 }  // namespace mlpc
