@@ -76,7 +76,8 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
         s.dtype = n.type.dtype;
         s.ir_nodes = {n.name};
         std::optional<KernelStep> kernel;
-        if (options.small_gemms || options.small_gemm_decider) kernel = generate_small_gemm_kernel(s);
+        if (options.small_gemms || options.small_gemm_decider)
+          kernel = generate_small_gemm_kernel(s);
         if (kernel && !options.small_gemms) {
           SmallGemmChoice c = options.small_gemm_decider(plan, s, *kernel);
           plan.choices.push_back({s.name, c.use_kernel, std::move(c.why)});
@@ -88,8 +89,9 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
           for (int i = 2; !kernel_names.insert(kernel->name).second; ++i)
             kernel->name = fmt::format("{}_{}", base, i);
           plan.steps.push_back(std::move(*kernel));
+        } else {
+          plan.steps.push_back(std::move(s));
         }
-        else plan.steps.push_back(std::move(s));
         break;
       }
       case ir::Op::FusedPointwise: {

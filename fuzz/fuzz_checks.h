@@ -6,8 +6,6 @@
 // property throws std::logic_error, which libFuzzer reports as a crash and Catch as a failure.
 #pragma once
 
-#include <algorithm>
-#include <cctype>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -110,12 +108,8 @@ inline void check_pipeline(std::string_view text) {
       for (const codegen::Step& s : plan.steps) {
         const auto* k = std::get_if<codegen::KernelStep>(&s);
         if (!k) continue;
-        const bool identifier =
-            !k->name.empty() && !std::isdigit(static_cast<unsigned char>(k->name[0])) &&
-            std::all_of(k->name.begin(), k->name.end(), [](char c) {
-              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-            });
-        if (!identifier) broken("kernel symbol is not a C identifier: " + k->name);
+        if (!ir::is_c_identifier(k->name))
+          broken("kernel symbol is not a C identifier: " + k->name);
         if (!symbols.insert(k->name).second) broken("two kernels share the symbol " + k->name);
       }
     }

@@ -90,7 +90,7 @@ class Verifier {
       if (n.symbol.empty()) fail("has no kernel symbol");
       // The symbol is the CUDA kernel's name (NVRTC compiles it, the executor finds it by it):
       // a C identifier, one per kernel. The pipeline fuzzer found "@000k…" reaching codegen.
-      if (!is_ident(n.symbol) || n.symbol.find('.') != std::string::npos)
+      if (!is_c_identifier(n.symbol))
         fail(fmt::format("kernel symbol '{}' is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)",
                          n.symbol));
       if (auto [it, fresh] = symbols_.emplace(n.symbol, n.name); !fresh)
@@ -175,5 +175,9 @@ class Verifier {
 }  // namespace
 
 void verify(const Graph& g, std::string_view file) { Verifier(file).graph(g, nullptr); }
+
+bool is_c_identifier(std::string_view s) {
+  return is_ident(s) && s.find('.') == std::string_view::npos;
+}
 
 }  // namespace mlpc::ir

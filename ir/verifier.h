@@ -11,4 +11,7 @@ namespace mlpc::ir {
 
 void verify(const Graph& g, std::string_view file = {});
 
+// [A-Za-z_][A-Za-z0-9_]*: what a fused region's kernel symbol must be (it names the CUDA kernel).
+bool is_c_identifier(std::string_view s);
+
 }  // namespace mlpc::ir

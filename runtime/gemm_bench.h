@@ -29,12 +29,12 @@ class GemmBench {
   // Median µs of a device-to-device copy of `bytes`: the traffic of a pointwise kernel that
   // reads a tensor of that size once and writes it once.
   double copy_us(int64_t bytes);
+  // A time stored under `key` by graph_us (or another timing), if there is one.
+  std::optional<double> cached_us(const std::string& key);
   // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on random inputs and
   // params, GEMMs tuned: for a plan of one step repeated, that step's time inside a compiled
   // graph (what a step costs there, launch overhead amortized as the graph amortizes it).
   // `cubins` as for Executor. Cached under `key` with the GEMM timings.
-  // A time stored under `key` by graph_us (or another timing), if there is one.
-  std::optional<double> cached_us(const std::string& key);
   double graph_us(const codegen::Plan& plan, const std::map<std::string, std::vector<char>>& cubins,
                   int64_t rows, const std::string& key);
 
