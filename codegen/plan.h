@@ -62,6 +62,12 @@ struct KernelStep {
   // A GEMM as a kernel (codegen/small_gemm_kernel): y[rows, row_len] = x[rows, gemm_k] . w^T;
   // inputs x, w (and the bias). 0 for every other kernel.
   int64_t gemm_k = 0;
+  // A gated GEMM (codegen/gated_gemm_kernel.h): inputs x, wg, wu; y[rows, row_len] =
+  // combine(x . wg^T, x . wu^T) over K = gemm_k. Launched with TMA descriptors of its buffers,
+  // kGatedThreads threads, smem_bytes of dynamic shared memory and one block per SM at most;
+  // built for the arch-specific target (sm_90a).
+  bool gated = false;
+  int smem_bytes = 0;
   std::vector<std::string> ops;       // IR op names it computes, in order
   std::vector<std::string> ir_nodes;  // IR value names it computes, in order
 };
@@ -75,8 +81,9 @@ struct LaunchDims {
 // kernel gets a block per rows_per_block rows of its output.
 LaunchDims launch_dims(const KernelStep& k, int64_t numel);
 
-// A choice made while building the plan, with its measured reason: for now whether a GEMM runs
-// as a generated kernel (codegen/plan_builder.h's SmallGemmDecider).
+// A choice made while building the plan, with its measured reason: whether a GEMM runs as a
+// generated kernel (codegen/plan_builder.h's SmallGemmDecider), or two GEMMs and their gating
+// kernel as one gated GEMM (GatedGemmDecider).
 struct StepChoice {
   std::string step;   // the step's name, e.g. "gemm_h1"
   bool taken = false; // the generated kernel was chosen

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "codegen/gated_gemm_plan.h"
 #include "codegen/pointwise_kernel.h"
 #include "codegen/reduction_kernel.h"
 #include "codegen/small_gemm_kernel.h"
@@ -79,7 +80,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
         if (options.small_gemms || options.small_gemm_decider)
           kernel = generate_small_gemm_kernel(s);
         if (kernel && !options.small_gemms) {
-          SmallGemmChoice c = options.small_gemm_decider(plan, s, *kernel);
+          KernelChoice c = options.small_gemm_decider(plan, s, *kernel);
           plan.choices.push_back({s.name, c.use_kernel, std::move(c.why)});
           if (!c.use_kernel) kernel.reset();
         }
@@ -121,6 +122,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
                                 n.name, ir::op_name(n.op)));
     }
   }
+  apply_gated_gemms(plan, g, options.gated_gemm_decider);
   return plan;
 }
 

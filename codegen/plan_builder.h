@@ -10,15 +10,21 @@
 
 namespace mlpc::codegen {
 
-// Whether a GEMM runs as its generated kernel, and why.
-struct SmallGemmChoice {
+// Whether a generated kernel replaces cuBLASLt steps (a small GEMM, a gated GEMM), and why.
+struct KernelChoice {
   bool use_kernel = false;
   std::string why;
 };
 // Asked for each GEMM that codegen/small_gemm_kernel.h can compute; `plan` holds the buffers made
 // so far, the GEMM's among them.
 using SmallGemmDecider =
-    std::function<SmallGemmChoice(const Plan& plan, const GemmStep& gemm, const KernelStep& kernel)>;
+    std::function<KernelChoice(const Plan& plan, const GemmStep& gemm, const KernelStep& kernel)>;
+
+// Whether two GEMMs of one input and the pointwise kernel that combines them (gate and up; apart
+// or merged) become one gated GEMM kernel (codegen/gated_gemm_kernel.h). `replaced`: the steps
+// it would replace, in plan order, their buffers in `plan`.
+using GatedGemmDecider = std::function<KernelChoice(
+    const Plan& plan, const KernelStep& gated, const std::vector<Step>& replaced)>;
 
 struct PlanOptions {
   // GEMMs with n a multiple of 32 and no residual as generated kernels
@@ -27,6 +33,8 @@ struct PlanOptions {
   // there is one, chooses per GEMM (and the plan records each choice).
   bool small_gemms = false;
   SmallGemmDecider small_gemm_decider;
+  // Asked for each gated pattern (codegen/gated_gemm_plan.h); none: no gated GEMMs.
+  GatedGemmDecider gated_gemm_decider;
 };
 
 Plan build_plan(const ir::Graph& g, const PlanOptions& options = {});

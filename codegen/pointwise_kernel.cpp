@@ -40,6 +40,19 @@ struct Load {
 
 }  // namespace
 
+std::string element_var(const std::string& ir_name) { return var(ir_name); }
+
+std::string element_body(const ir::Graph& body) {
+  std::string src;
+  for (const ir::Node& n : body.nodes) {
+    if (n.op == ir::Op::Input || n.op == ir::Op::Return || n.op == ir::Op::Slice) continue;
+    std::vector<std::string> args;
+    for (ir::NodeId o : n.operands) args.push_back(var(body.node(o).name));
+    src += fmt::format("  const float {} = {};\n", var(n.name), cuda_expr(n, args));
+  }
+  return src + fmt::format("  return {};\n", var(body.node(body.outputs()[0]).name));
+}
+
 KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) {
   MLPC_ASSERT(fused.op == ir::Op::FusedPointwise && fused.body, "not a fused.pointwise node");
   const ir::Graph& body = *fused.body;
@@ -124,13 +137,7 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) 
   for (const Load& l : loads) params.push_back("float " + l.var);
   src += fmt::format("\n__device__ __forceinline__ float {}_element({}) {{\n", k.name,
                      fmt::join(params, ", "));
-  for (const ir::Node& n : body.nodes) {
-    if (n.op == ir::Op::Input || n.op == ir::Op::Return || n.op == ir::Op::Slice) continue;
-    std::vector<std::string> args;
-    for (ir::NodeId o : n.operands) args.push_back(var(body.node(o).name));
-    src += fmt::format("  const float {} = {};\n", var(n.name), cuda_expr(n, args));
-  }
-  src += fmt::format("  return {};\n}}\n", var(body.node(body.outputs()[0]).name));
+  src += element_body(body) + "}\n";
 
   // The kernel: a grid-stride loop over the output's n elements.
   src += kernel_signature(k.name, 256, body, ins, fused);

@@ -7,6 +7,12 @@
 
 namespace mlpc::codegen {
 
+// The statements of a region's per-element function: one fp32 `const float` per op of `body`,
+// then `return` of its result. Each input and slice of the body is read as the variable
+// element_var(its name), which the caller declares (as a parameter, say).
+std::string element_body(const ir::Graph& body);
+std::string element_var(const std::string& ir_name);
+
 // Fills name, source, row_len, vec, ops and ir_nodes of a KernelStep for `fused` in `g`.
 KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused);
 

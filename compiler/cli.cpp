@@ -66,6 +66,7 @@ struct GraphArgs {
   bool no_cuda_graph = false, no_gemm_tuning = false;
   std::string merge_gemms;  // empty: the level's default
   std::string small_gemms;  // empty: the level's default
+  std::string gated_gemms;  // empty: the level's default
 
   void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -93,6 +94,11 @@ struct GraphArgs {
                     "of cuBLASLt calls: auto (-O2's default: each one measured faster on this "
                     "GPU), on, off (-O0/-O1's default)")
         ->check(CLI::IsMember({"auto", "on", "off"}));
+    cmd->add_option("--gated-gemms", gated_gemms,
+                    "gate and up GEMMs with the pointwise kernel combining them (gelu_tanh(g)*u, "
+                    "silu(g)*u, ...) as one generated Hopper kernel, sm_90 only: auto (-O2's "
+                    "default: where measured faster on this GPU), on, off (-O0/-O1's default)")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
   }
 
   // Flags of the GPU executor (run, bench).
@@ -119,6 +125,11 @@ struct GraphArgs {
     o.small_gemms = small == "on" ? SmallGemms::On
                     : small == "auto" ? SmallGemms::Measure
                                       : SmallGemms::Off;
+    const std::string gated = gated_gemms.empty() ? level_default : gated_gemms;
+    o.gated_gemms = gated == "on" ? GatedGemms::On
+                    : gated == "auto" ? GatedGemms::Measure
+                                      : GatedGemms::Off;
+    if (!fusion) o.gated_gemms = GatedGemms::Off;  // eager: one kernel per op
     // Measured at the largest batch asked for: the one whose time matters most.
     o.decide_rows = batches.empty() ? batch : *std::max_element(batches.begin(), batches.end());
     return o;

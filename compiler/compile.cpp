@@ -6,6 +6,7 @@
 #include "compiler/logs.h"
 #include "runtime/cached_compiler.h"
 #include "runtime/device.h"
+#include "runtime/nvrtc_compiler.h"
 
 namespace mlpc {
 namespace {
@@ -27,21 +28,25 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
           .merge_gemms = options.fusion ? merge_decider(options.merge_gemms, rows)
                                         : passes::GemmMergeDecider{},
           .epilogue_decider = epilogue_decider(options.measure_epilogues, rows)});
-  c.plan = codegen::build_plan(
-      c.pipeline.graph, {.small_gemms = options.small_gemms == SmallGemms::On,
-                         .small_gemm_decider =
-                             small_gemm_decider(options.small_gemms, rows, options.use_cache)});
-  log_compile(c);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   c.arch = options.arch.empty() ? runtime::device_arch() : options.arch;
+  c.plan = codegen::build_plan(
+      c.pipeline.graph,
+      {.small_gemms = options.small_gemms == SmallGemms::On,
+       .small_gemm_decider = small_gemm_decider(options.small_gemms, rows, options.use_cache),
+       .gated_gemm_decider =
+           gated_gemm_decider(options.gated_gemms, rows, c.arch, options.use_cache)});
+  log_compile(c);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   if (!options.build_kernels) return c;
   auto t0 = Clock::now();
 
   runtime::CachedCompiler compiler(c.arch, options.use_cache);
+  // Gated GEMMs use WGMMA and setmaxnreg: built for the arch-specific target (sm_90a).
+  runtime::CachedCompiler specific(runtime::arch_specific(c.arch), options.use_cache);
   c.cache_enabled = compiler.cache_enabled();
   for (const codegen::Step& s : c.plan.steps) {
     auto* k = std::get_if<codegen::KernelStep>(&s);
     if (!k) continue;
-    runtime::CachedCompiler::Cubin cubin = compiler.get(k->source, k->name);
+    runtime::CachedCompiler::Cubin cubin = (k->gated ? specific : compiler).get(k->source, k->name);
     ++(cubin.hit ? c.cache_hits : c.cache_misses);
     c.nvrtc_ms += cubin.nvrtc_ms;
     c.cubins[k->name] = std::move(cubin.bytes);

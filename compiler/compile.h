@@ -32,6 +32,10 @@ struct CompileOptions {
   // never, always, or each one that measures faster on this GPU at `decide_rows` rows
   // (compiler/gemm_decisions.h); the plan records each choice (Plan::choices).
   SmallGemms small_gemms = SmallGemms::Off;
+  // Two GEMMs of one input and the pointwise kernel combining them (gate, up, gelu·mul) as one
+  // generated Hopper kernel (codegen/gated_gemm_kernel.h), sm_90 only: never, always, or where
+  // measured faster on this GPU at `decide_rows` rows; recorded in Plan::choices.
+  GatedGemms gated_gemms = GatedGemms::Off;
 };
 
 struct CompiledGraph {

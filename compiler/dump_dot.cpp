@@ -35,7 +35,7 @@ std::string type_text(const ir::Graph& g, const ir::TensorType& t) {
 
 // The style of a compute node by the kind of kernel that runs it.
 std::string compute_style(std::string_view kind) {
-  if (kind == "gemm")
+  if (kind == "gemm" || kind == "gated_gemm")
     return "shape=box, style=\"filled,bold\", fillcolor=\"#9ecae1\", color=\"#08519c\"";
   if (kind == "reduction")
     return "shape=hexagon, style=filled, fillcolor=\"#a1d99b\", color=\"#006d2c\"";

@@ -70,7 +70,8 @@ ForwardExplain explain_forward(const std::vector<KernelSample>& kernels, double 
     f.busy_us += k.us;
     f.ideal_us += e.ideal_us;
     us_by_bound[static_cast<int>(e.bound)] += k.us;
-    if (e.bound == Bound::Compute && k.kind != "gemm") compute_all_gemm = false;
+    if (e.bound == Bound::Compute && k.kind != "gemm" && k.kind != "gated_gemm")
+      compute_all_gemm = false;
     f.kernels.push_back(std::move(e));
   }
   // Steps timed alone can add up to more than a CUDA-graph forward: the share is capped at 1.

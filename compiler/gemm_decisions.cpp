@@ -7,12 +7,14 @@
 #include <memory>
 #include <optional>
 #include <numeric>
+#include <set>
 
 #include "ir/error.h"
 #include "runtime/cached_compiler.h"
 #include "runtime/device.h"
 #include "runtime/gemm_bench.h"
 #include "runtime/gemm_tuner.h"
+#include "runtime/nvrtc_compiler.h"
 
 namespace mlpc {
 
@@ -96,7 +98,7 @@ passes::EpilogueDecider epilogue_decider(bool measure, int64_t rows) {
   };
 }
 
-codegen::SmallGemmChoice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows) {
+codegen::KernelChoice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows) {
   if (!(kernel_us > 0 && cublaslt_us > 0)) return {false, "could not time both (cuBLASLt kept)"};
   const bool use = kernel_us < cublaslt_us * (1.0 - kSmallGemmMinGain);
   return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.2f} us as a kernel vs {:.2f} "
@@ -106,46 +108,55 @@ codegen::SmallGemmChoice decide_small_gemm(double kernel_us, double cublaslt_us,
 
 namespace {
 
-// `step` alone, kSmallGemmRepeats times in a row, over copies of the buffers it uses: x becomes
-// the plan's input, w and the bias its params, y its output (a merged GEMM's stacked weight
-// becomes a param of its own).
-codegen::Plan repeated_step_plan(const codegen::Plan& so_far, codegen::Step step) {
+// `steps` (in order, `repeats` times) over copies of the buffers they use: what no step writes
+// becomes an input (or stays a param), what the last step writes the output, the rest
+// intermediates (a merged GEMM's stacked weight becomes a param of its own).
+codegen::Plan steps_plan(const codegen::Plan& so_far, std::vector<codegen::Step> steps,
+                         int repeats) {
+  using codegen::BufferRole;
+  std::set<int> written;
+  auto output_of = [](const codegen::Step& s) {
+    if (auto* g = std::get_if<codegen::GemmStep>(&s)) return g->y;
+    return std::get<codegen::KernelStep>(s).output;
+  };
+  for (const codegen::Step& s : steps) written.insert(output_of(s));
+  const int last = output_of(steps.back());
   codegen::Plan p;
   std::map<int, int> index;
-  auto take = [&](int i, codegen::BufferRole role) {
-    if (i < 0) return i;
+  auto take = [&](int& i) {
+    if (i < 0) return;
     auto [it, fresh] = index.try_emplace(i, static_cast<int>(p.buffers.size()));
     if (fresh) {
       codegen::Buffer b = so_far.buffers[static_cast<size_t>(i)];
-      b.role = role;
+      b.role = i == last                            ? BufferRole::Output
+               : written.count(i)                   ? BufferRole::Intermediate
+               : b.role == BufferRole::Param ? BufferRole::Param
+                                                    : BufferRole::Input;
       b.view_of = -1;
       b.view_offset = 0;
       b.stacked = false;
+      if (b.role == BufferRole::Input) p.inputs.push_back(it->second);
+      if (b.role == BufferRole::Output) p.outputs.push_back(it->second);
       p.buffers.push_back(std::move(b));
     }
-    return it->second;
+    i = it->second;
   };
-  using codegen::BufferRole;
-  if (auto* g = std::get_if<codegen::GemmStep>(&step)) {
-    p.graph_name = g->name;
-    g->x = take(g->x, BufferRole::Input);
-    g->w = take(g->w, BufferRole::Param);
-    g->bias = take(g->bias, BufferRole::Param);
-    g->residual = take(g->residual, BufferRole::Param);
-    g->y = take(g->y, BufferRole::Output);
-    p.inputs = {g->x};
-    p.outputs = {g->y};
-  } else {
-    auto& k = std::get<codegen::KernelStep>(step);
-    p.graph_name = k.name;
-    for (size_t i = 0; i < k.inputs.size(); ++i)
-      k.inputs[i] = take(k.inputs[i], i == 0 ? BufferRole::Input : BufferRole::Param);
-    k.output = take(k.output, BufferRole::Output);
-    p.inputs = {k.inputs[0]};
-    p.outputs = {k.output};
+  for (codegen::Step& s : steps) {
+    if (auto* g = std::get_if<codegen::GemmStep>(&s)) {
+      for (int* b : {&g->x, &g->w, &g->bias, &g->residual, &g->y}) take(*b);
+    } else {
+      auto& k = std::get<codegen::KernelStep>(s);
+      for (int& b : k.inputs) take(b);
+      take(k.output);
+    }
   }
-  p.steps.assign(kSmallGemmRepeats, step);
+  p.graph_name = std::visit([](const auto& s) { return s.name; }, steps.front());
+  for (int r = 0; r < repeats; ++r) p.steps.insert(p.steps.end(), steps.begin(), steps.end());
   return p;
+}
+
+codegen::Plan repeated_step_plan(const codegen::Plan& so_far, const codegen::Step& step) {
+  return steps_plan(so_far, {step}, kSmallGemmRepeats);
 }
 
 }  // namespace
@@ -157,11 +168,11 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
   return [bench, rows, gpu, use_cache](const codegen::Plan& plan, const codegen::GemmStep& g,
                                        const codegen::KernelStep& k) {
     if (rows * g.n * g.k > kSmallGemmMaxMacs)
-      return codegen::SmallGemmChoice{
+      return codegen::KernelChoice{
           false, fmt::format("cuBLASLt: {} x {} x {} (M x N x K) is past the 2^26 "
                              "multiply-adds a CUDA-core kernel can win (not measured)",
                              rows, g.n, g.k)};
-    if (!gpu) return codegen::SmallGemmChoice{false, "cuBLASLt: no GPU to measure on"};
+    if (!gpu) return codegen::KernelChoice{false, "cuBLASLt: no GPU to measure on"};
     try {
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       runtime::GemmBench& b = **bench;
@@ -183,7 +194,65 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
       const double gemm_us = b.graph_us(repeated_step_plan(plan, g), {}, rows, gemm_key);
       return decide_small_gemm(kernel_us / kSmallGemmRepeats, gemm_us / kSmallGemmRepeats, rows);
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
-      return codegen::SmallGemmChoice{false, fmt::format("cuBLASLt: could not time: {}", e.what())};
+      return codegen::KernelChoice{false, fmt::format("cuBLASLt: could not time: {}", e.what())};
+    }
+  };
+}
+
+}  // namespace mlpc
+
+namespace mlpc {
+
+codegen::KernelChoice decide_gated_gemm(double gated_us, double apart_us, int64_t rows) {
+  if (!(gated_us > 0 && apart_us > 0)) return {false, "could not time both (steps kept apart)"};
+  const bool use = gated_us < apart_us * (1.0 - kGatedMinGain);
+  return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.1f} us as one gated GEMM "
+                           "kernel vs {:.1f} us for the GEMM(s) and the gating kernel",
+                           use ? "gated GEMM kernel" : "kept apart", rows, gated_us, apart_us)};
+}
+
+codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, const std::string& arch,
+                                             bool use_cache) {
+  if (mode == GatedGemms::Off) return {};
+  const bool hopper = arch == "sm_90" || arch == "sm_90a";
+  const bool gpu = mode == GatedGemms::Measure && !runtime::gpu_unavailable_reason();
+  auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
+  return [=](const codegen::Plan& plan, const codegen::KernelStep& gated,
+             const std::vector<codegen::Step>& apart) {
+    if (!hopper)
+      return codegen::KernelChoice{
+          false, fmt::format("kept apart: the gated GEMM kernel needs sm_90 (TMA, WGMMA), the "
+                             "target is {}", arch)};
+    if (mode == GatedGemms::On) return codegen::KernelChoice{true, "gated GEMM kernel (--gated-gemms on)"};
+    if (!gpu) return codegen::KernelChoice{false, "kept apart: no GPU to measure on"};
+    try {
+      if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
+      runtime::GemmBench& b = **bench;
+      runtime::CachedCompiler generic(arch, use_cache);
+      runtime::CachedCompiler specific(runtime::arch_specific(arch), use_cache);
+      // Keys: kernels by their source (as the CUBIN cache keys them), GEMMs by their tuning key.
+      std::map<std::string, std::vector<char>> cubins;
+      std::string apart_key = fmt::format("{}|graph{}|apart|M{}", arch, kGatedRepeats, rows);
+      for (const codegen::Step& s : apart) {
+        if (auto* g = std::get_if<codegen::GemmStep>(&s)) {
+          apart_key += "|" + runtime::gemm_tuning_key(*g, rows, arch, runtime::cublaslt_version());
+        } else {
+          const auto& k = std::get<codegen::KernelStep>(s);
+          apart_key += "|" + generic.key(k.source);
+          cubins[k.name] = generic.get(k.source, k.name).bytes;
+        }
+      }
+      const std::string gated_key = fmt::format("{}|graph{}|gated|{}|M{}", arch, kGatedRepeats,
+                                                specific.key(gated.source), rows);
+      double gated_us = b.cached_us(gated_key).value_or(0.0);
+      if (gated_us == 0.0)
+        gated_us = b.graph_us(steps_plan(plan, {gated}, kGatedRepeats),
+                              {{gated.name, specific.get(gated.source, gated.name).bytes}}, rows,
+                              gated_key);
+      const double apart_us = b.graph_us(steps_plan(plan, apart, kGatedRepeats), cubins, rows, apart_key);
+      return decide_gated_gemm(gated_us / kGatedRepeats, apart_us / kGatedRepeats, rows);
+    } catch (const Error& e) {  // a measurement that fails leaves the steps as they were
+      return codegen::KernelChoice{false, fmt::format("kept apart: could not time: {}", e.what())};
     }
   };
 }

@@ -15,6 +15,7 @@ namespace mlpc {
 
 enum class MergeGemms { Off, On, Measure };
 enum class SmallGemms { Off, On, Measure };
+enum class GatedGemms { Off, On, Measure };
 
 // A merge is taken when the merged GEMM is at least this much faster than the siblings apart:
 // closer than that is noise on a shared GPU, and apart keeps the plan torch.compile's.
@@ -56,11 +57,28 @@ inline constexpr double kSmallGemmMinGain = 0.05;
 inline constexpr int kSmallGemmRepeats = 8;
 
 // The rule applied to measured times (µs per launch inside a CUDA graph).
-codegen::SmallGemmChoice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows);
+codegen::KernelChoice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows);
 
 // The decider for `mode` at `rows` rows (nullptr for Off and On: build_plan's small_gemms flag
 // says On). Measure without a GPU keeps every GEMM a cuBLASLt call, and says so. The kernels it
 // times are built through the on-disk CUBIN cache when `use_cache` (compile() then finds them).
 codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool use_cache = true);
+
+// Gated GEMMs (codegen/gated_gemm_kernel.h) replace cuBLASLt's GEMM(s) and the gating kernel
+// when their time inside a CUDA graph is at least this much lower: closer than that is noise,
+// and the steps apart keep the plan torch.compile's. (The article's GeGLU: 122 vs 144 µs; Llama-
+// 8B's: the kernel is 6% slower than cuBLASLt's GEMM plus the kernel, and is not taken.)
+inline constexpr double kGatedMinGain = 0.02;
+// Each alternative is timed this many times in a row inside one CUDA graph.
+inline constexpr int kGatedRepeats = 2;
+
+// The rule applied to measured times (µs per forward of the steps inside a CUDA graph).
+codegen::KernelChoice decide_gated_gemm(double gated_us, double apart_us, int64_t rows);
+
+// The decider for `mode` at `rows` rows for target `arch` (nullptr for Off). Only sm_90 has the
+// kernel's instructions: any other arch refuses, saying so. On takes every pattern; Measure
+// times both alternatives on this GPU (without one it keeps the steps apart, and says so).
+codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, const std::string& arch,
+                                             bool use_cache = true);
 
 }  // namespace mlpc

@@ -49,12 +49,17 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
     f.dtype = p.buffers[g->y].type.dtype;
   } else {
     const auto& k = std::get<KernelStep>(s);
-    f = {k.name, k.gemm_k > 0 ? "gemm" : k.threads_per_row > 0 ? "reduction" : "pointwise", k.ops,
-         k.ir_nodes};
+    f = {k.name,
+         k.gated           ? "gated_gemm"
+         : k.gemm_k > 0    ? "gemm"
+         : k.threads_per_row > 0 ? "reduction"
+                                 : "pointwise",
+         k.ops, k.ir_nodes};
     for (int i : k.inputs) f.bytes += p.buffers[i].bytes(batch);
     f.bytes += p.buffers[k.output].bytes(batch);
     if (k.gemm_k > 0)
-      f.flops = 2.0 * static_cast<double>(p.buffers[k.output].numel(batch)) * k.gemm_k;
+      f.flops = 2.0 * static_cast<double>(p.buffers[k.output].numel(batch)) * k.gemm_k *
+                (k.gated ? 2 : 1);  // a gated GEMM computes two products
     f.dtype = p.buffers[k.output].type.dtype;
   }
   return f;

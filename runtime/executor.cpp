@@ -14,6 +14,8 @@
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
 #include "runtime/step_hooks.h"
+#include "runtime/tensor_map.h"
+#include "codegen/gated_gemm_kernel.h"
 
 namespace mlpc::runtime {
 namespace {
@@ -72,6 +74,17 @@ void check_plan(const codegen::Plan& plan) {
       const auto& k = std::get<codegen::KernelStep>(step);
       MLPC_ASSERT(valid(k.output), "kernel " + k.name + ": bad output buffer");
       for (int i : k.inputs) MLPC_ASSERT(valid(i), "kernel " + k.name + ": bad input buffer");
+      if (k.gated) {
+        MLPC_ASSERT(k.inputs.size() == 3 && k.gemm_k > 0 && k.smem_bytes > 0,
+                    "gated GEMM " + k.name + ": needs x, wg, wu, K and its shared memory");
+        const ir::TensorType& y = plan.buffers[k.output].type;
+        for (int w : {k.inputs[1], k.inputs[2]})
+          MLPC_ASSERT(plan.buffers[w].type.shape.dims == std::vector<int64_t>({k.row_len, k.gemm_k}),
+                      "gated GEMM " + k.name + ": weights are not [n, k]");
+        MLPC_ASSERT(y.shape.last() == k.row_len &&
+                        plan.buffers[k.inputs[0]].type.shape.last() == k.gemm_k,
+                    "gated GEMM " + k.name + ": x or y do not match n, k");
+      }
     }
   }
   for (int i : plan.outputs) MLPC_ASSERT(valid(i), "plan output: bad buffer");
@@ -90,11 +103,15 @@ struct Executor::Launch {
   const codegen::GemmStep* gemm = nullptr;
   int64_t rows = 0;
   GemmOperands ops;
-  // ... or a kernel step: args points into ptrs and n, so a Launch never moves once built.
+  // ... or a kernel step: args points into ptrs and n (or, for a gated GEMM, into tma and
+  // gemm_dims), so a Launch never moves once built.
   cudaKernel_t kernel = nullptr;
   codegen::LaunchDims dims;
+  unsigned smem = 0;
   std::vector<void*> ptrs;
   long long n = 0;
+  std::vector<TmaDesc> tma;  // x, wg, wu, y
+  int gemm_dims[3] = {0, 0, 0};  // rows, n, k
   std::vector<void*> args;
 };
 
@@ -129,6 +146,7 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
       algo_cache_(options_.tune_gemms ? std::make_unique<GemmAlgoCache>() : nullptr),
       tuner_(gemm_, algo_cache_.get()) {
   check_plan(plan_);
+  sm_count_ = device_info().sm_count;
   const size_t nb = plan_.buffers.size();
   params_.assign(nb, nullptr);
   set_.assign(nb, false);
@@ -145,6 +163,12 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
       libraries_.push_back(lib);
       cudaKernel_t kernel = nullptr;
       MLPC_CUDA(cudaLibraryGetKernel(&kernel, lib, k->name.c_str()));
+      if (k->smem_bytes > 48 * 1024) {  // past the default limit: opt in
+        int device = 0;
+        MLPC_CUDA(cudaGetDevice(&device));
+        MLPC_CUDA(cudaKernelSetAttributeForDevice(
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k->smem_bytes, device));
+      }
       kernels_[k->name] = kernel;
     }
   } catch (...) {
@@ -312,6 +336,11 @@ void Executor::resolve_launches(Bound& b) {
     } else {
       const auto& k = std::get<codegen::KernelStep>(step);
       l.kernel = kernels_.at(k.name);
+      if (k.gated) {
+        resolve_gated(l, k, read);
+        b.has_work |= l.n > 0;
+        continue;
+      }
       for (int i : k.inputs) l.ptrs.push_back(read(i));
       l.ptrs.push_back(device_ptr(k.output));
       l.n = static_cast<long long>(plan_.buffers[k.output].numel(batch_));
@@ -326,6 +355,34 @@ void Executor::resolve_launches(Bound& b) {
   b.launches_valid = true;
 }
 
+template <typename Read>
+void Executor::resolve_gated(Launch& l, const codegen::KernelStep& k, Read&& read) {
+  const codegen::Buffer& y = plan_.buffers[k.output];
+  const ir::DType dt = y.type.dtype;
+  const int64_t rows = y.type.shape.rows(batch_);
+  l.n = static_cast<long long>(y.numel(batch_));
+  l.smem = static_cast<unsigned>(k.smem_bytes);
+  if (l.n == 0) return;  // TMA describes no empty matrix; nothing to launch
+  l.tma = {tma_desc_2d(read(k.inputs[0]), dt, rows, k.gemm_k, codegen::kGatedTileRows,
+                       codegen::kGatedTileK),
+           tma_desc_2d(read(k.inputs[1]), dt, k.row_len, k.gemm_k, codegen::kGatedTileRows,
+                       codegen::kGatedTileK),
+           tma_desc_2d(read(k.inputs[2]), dt, k.row_len, k.gemm_k, codegen::kGatedTileRows,
+                       codegen::kGatedTileK),
+           tma_desc_2d(device_ptr(k.output), dt, rows, k.row_len, codegen::kGatedStoreRows,
+                       codegen::kGatedTileK)};
+  l.gemm_dims[0] = static_cast<int>(rows);
+  l.gemm_dims[1] = static_cast<int>(k.row_len);
+  l.gemm_dims[2] = static_cast<int>(k.gemm_k);
+  // Persistent: at most one block per SM, each looping over the tiles.
+  const int64_t tiles = ((rows + codegen::kGatedTileRows - 1) / codegen::kGatedTileRows) *
+                        ((k.row_len + codegen::kGatedTileRows - 1) / codegen::kGatedTileRows);
+  l.dims = {static_cast<unsigned>(std::min<int64_t>(tiles, sm_count_)),
+            static_cast<unsigned>(codegen::kGatedThreads)};
+  for (TmaDesc& d : l.tma) l.args.push_back(&d);
+  for (int& d : l.gemm_dims) l.args.push_back(&d);
+}
+
 void Executor::enqueue_one(Launch& l, cudaStream_t stream) {
   // An NVTX range named after the step, and the trace recorder's hooks (runtime/step_hooks.h).
   StepScope scope(plan_, static_cast<size_t>(&l - cur_->launches.data()), stream);
@@ -333,7 +390,7 @@ void Executor::enqueue_one(Launch& l, cudaStream_t stream) {
     if (l.rows > 0) gemm_.run(*l.gemm, l.rows, l.ops, stream);
   } else if (l.n > 0) {
     MLPC_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(l.kernel), dim3(l.dims.grid),
-                               dim3(l.dims.block), l.args.data(), 0, stream));
+                               dim3(l.dims.block), l.args.data(), l.smem, stream));
     MLPC_CUDA(cudaGetLastError());
   }
 }

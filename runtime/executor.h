@@ -85,6 +85,8 @@ class Executor {
   struct Launch;  // one step, with its device pointers resolved
   struct Bound;   // one batch size: arena, launches, graph
   void resolve_launches(Bound& b);
+  template <typename Read>
+  void resolve_gated(Launch& l, const codegen::KernelStep& k, Read&& read);
   void enqueue(Bound& b, cudaStream_t stream, bool tune);
   void enqueue_one(Launch& l, cudaStream_t stream);
   void capture(Bound& b);
@@ -102,6 +104,7 @@ class Executor {
   GemmTuner tuner_;
   cudaStream_t capture_stream_ = nullptr;
   bool graphs_ok_ = true;  // false after a failed capture
+  int sm_count_ = 0;       // the grid of a persistent (gated GEMM) kernel
   int captures_ = 0;
 
   int64_t batch_ = -1;

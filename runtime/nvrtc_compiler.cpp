@@ -72,6 +72,11 @@ std::string cuda_include_dir() {
   throw Error("cannot find the CUDA include directory (cuda_bf16.h); set CUDA_HOME");
 }
 
+std::string arch_specific(const std::string& arch) {
+  if (!arch.empty() && (arch.back() == 'a' || arch.back() == 'f')) return arch;
+  return arch + "a";
+}
+
 std::vector<std::string> nvrtc_options(const std::string& arch) {
   return {"--gpu-architecture=" + arch, "-std=c++17", "-I" + cuda_include_dir()};
 }

@@ -22,6 +22,10 @@ std::vector<std::string> nvrtc_options(const std::string& arch);
 // toolkit, /usr/local/cuda/include, first that has it. Throws mlpc::Error when none does.
 std::string cuda_include_dir();
 
+// The arch-specific variant of ARCH, for kernels that use its own instructions (WGMMA,
+// setmaxnreg): "sm_90" -> "sm_90a"; an arch already ending in 'a' or 'f' is returned as is.
+std::string arch_specific(const std::string& arch);
+
 // "13.0".
 std::string nvrtc_version();
 

@@ -128,7 +128,7 @@ TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, a
     CHECK(k.name == g.name);
     CHECK(plan.buffers.size() > static_cast<size_t>(g.y));  // the GEMM's buffers exist
     asked.push_back(g.name);
-    return codegen::SmallGemmChoice{asked.size() == 1, fmt::format("choice {}", asked.size())};
+    return codegen::KernelChoice{asked.size() == 1, fmt::format("choice {}", asked.size())};
   };
   codegen::Plan p = codegen::build_plan(c.pipeline.graph, {.small_gemm_decider = decider});
   // ffn at -O2: the gate and up GEMMs are asked about; the down GEMM carries the residual
@@ -147,7 +147,7 @@ TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, a
 
 TEST_CASE("the small-GEMM rule: the kernel only when measurably faster than cuBLASLt",
           "[small_gemm]") {
-  codegen::SmallGemmChoice c = decide_small_gemm(3.8, 11.6, 64);
+  codegen::KernelChoice c = decide_small_gemm(3.8, 11.6, 64);
   CHECK(c.use_kernel);
   CHECK(c.why == "generated kernel: measured at M=64 in a CUDA graph: 3.80 us as a kernel vs "
                  "11.60 us for cuBLASLt");

@@ -1,0 +1,190 @@
+// Gated GEMMs (codegen/gated_gemm_kernel.h, gated_gemm_plan.h, `--gated-gemms`): the kernel
+// compiles with NVRTC for sm_90a in both 16-bit dtypes and every ring depth that fits; which
+// plans take it, what they look like, and what is refused (no GPU needed; the numbers are checked
+// on the GPU by tests/gpu/test_gpu_gated_gemm.cpp and bench/gated_gemm_probe).
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "codegen/cuda_ops.h"
+#include "codegen/gated_gemm_kernel.h"
+#include "compiler/compile.h"
+#include "compiler/report.h"
+#include "compiler/retype.h"
+#include "compiler/samples.h"
+#include "ir/error.h"
+#include "ir/parser.h"
+#include "runtime/device.h"
+#include "runtime/nvrtc_compiler.h"
+
+using namespace mlpc;
+using mlpc::CompileOptions;
+
+TEST_CASE("gated GEMM kernels compile with NVRTC for sm_90a", "[gated_gemm][nvrtc]") {
+  for (ir::DType dt : {ir::DType::BF16, ir::DType::F16}) {
+    for (int stages : {2, 3, 4}) {
+      const std::string name = fmt::format("mlpc_gated_{}_{}", ir::dtype_name(dt), stages);
+      const std::string src = codegen::generate_gated_gemm_source(
+          name, dt, std::string(codegen::cuda_helper(ir::Op::Silu)), "return mlpc_silu(g) * u;",
+          codegen::GatedGemmConfig{stages});
+      INFO(src);
+      CHECK(src.find("m64n256k16.f32." + std::string(dt == ir::DType::BF16 ? "bf16.bf16" : "f16.f16")) !=
+            std::string::npos);
+      CHECK_FALSE(runtime::compile_to_cubin(src, name, "sm_90a").empty());
+    }
+  }
+}
+
+TEST_CASE("gated GEMM kernels: fp32 operands and rings that do not fit are refused", "[gated_gemm]") {
+  CHECK_THROWS_WITH(codegen::generate_gated_gemm_source("k", ir::DType::F32, "", "return g * u;"),
+                    Catch::Contains("f32 operands"));
+  CHECK_THROWS_WITH(codegen::generate_gated_gemm_source("k", ir::DType::BF16, "", "return g * u;",
+                                                        codegen::GatedGemmConfig{5}),
+                    Catch::Contains("5 stages do not fit"));
+  CHECK(codegen::gated_gemm_smem_bytes(codegen::GatedGemmConfig{4}) == 4 * 48 * 1024 + 32 * 1024 + 1024);  // ring, results, alignment
+}
+
+namespace {
+
+CompileOptions gated_options(GatedGemms mode, const std::string& arch = "sm_90") {
+  CompileOptions o{.fusion = true, .epilogues = true, .arch = arch, .build_kernels = false,
+                   .measure_epilogues = false};
+  o.gated_gemms = mode;
+  return o;
+}
+
+const codegen::KernelStep* gated_step(const codegen::Plan& p) {
+  for (const codegen::Step& s : p.steps)
+    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->gated) return k;
+  return nullptr;
+}
+
+std::vector<std::string> buffer_names(const codegen::Plan& p, const std::vector<int>& ids) {
+  std::vector<std::string> out;
+  for (int i : ids) out.push_back(p.buffers[static_cast<size_t>(i)].name);
+  return out;
+}
+
+bool has_buffer(const codegen::Plan& p, const std::string& name) {
+  for (const codegen::Buffer& b : p.buffers)
+    if (b.name == name) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("gated GEMMs: geglu's gate, up and gelu*mul become one kernel, the rest stays",
+          "[gated_gemm]") {
+  CompiledGraph c = compile(make_sample("geglu"), gated_options(GatedGemms::On));
+  CHECK(plan_text(c, 8192).find(
+            "plan for @geglu at batch 8192: 2 launches\n"
+            "   0. gated_gemm mlpc_fused_gelu_tanh_mul_0       matmul+matmul+gelu_tanh+mul     "
+            "72.35 MB  77.31 GFLOP\n"
+            "   1. gemm      gemm_down                        matmul                       "
+            "67.63 MB  38.65 GFLOP\n") != std::string::npos);
+  const codegen::KernelStep* k = gated_step(c.plan);
+  REQUIRE(k);
+  CHECK(buffer_names(c.plan, k->inputs) == std::vector<std::string>{"x", "gate.weight", "up.weight"});
+  CHECK(c.plan.buffers[static_cast<size_t>(k->output)].name == "h");
+  CHECK(k->row_len == 3072);
+  CHECK(k->gemm_k == 768);
+  CHECK(k->ir_nodes == std::vector<std::string>{"gate", "up", "act", "h"});
+  // gate and up never reach memory: their buffers leave the plan.
+  CHECK_FALSE(has_buffer(c.plan, "gate"));
+  CHECK_FALSE(has_buffer(c.plan, "up"));
+  CHECK(k->source.find("const float v_gate = g;\n  const float v_up = u;") != std::string::npos);
+  CHECK(k->source.find("__expf(-2.0f * z)") != std::string::npos);  // the fast gelu_tanh
+  REQUIRE(c.plan.choices.size() == 1);
+  CHECK(c.plan.choices.back().step == "mlpc_fused_gelu_tanh_mul_0");
+  CHECK(c.plan.choices.back().taken);
+  // Every other step's buffers are renumbered consistently.
+  const auto& down = std::get<codegen::GemmStep>(c.plan.steps[1]);
+  CHECK(c.plan.buffers[static_cast<size_t>(down.x)].name == "h");
+  CHECK(c.plan.buffers[static_cast<size_t>(down.y)].name == "down");
+  CHECK(buffer_names(c.plan, c.plan.outputs) == std::vector<std::string>{"down"});
+}
+
+TEST_CASE("gated GEMMs: merged gate|up is read back as its two weight halves", "[gated_gemm]") {
+  CompileOptions o = gated_options(GatedGemms::On);
+  o.merge_gemms = MergeGemms::On;
+  CompiledGraph c = compile(make_sample("geglu"), o);
+  const codegen::KernelStep* k = gated_step(c.plan);
+  REQUIRE(k);
+  CHECK(c.plan.launches() == 2);
+  CHECK(buffer_names(c.plan, k->inputs) == std::vector<std::string>{"x", "gate.weight", "up.weight"});
+  CHECK(c.plan.buffers[static_cast<size_t>(k->inputs[1])].view_offset == 0);
+  CHECK(c.plan.buffers[static_cast<size_t>(k->inputs[2])].view_offset == 3072 * 768 * 2);
+  // The stacked weight stays (it owns the halves' memory); its product does not.
+  CHECK(has_buffer(c.plan, "gate_up.weight"));
+  CHECK_FALSE(has_buffer(c.plan, "gate_up"));
+  const int whole = c.plan.buffers[static_cast<size_t>(k->inputs[1])].view_of;
+  REQUIRE(whole >= 0);
+  CHECK(c.plan.buffers[static_cast<size_t>(whole)].name == "gate_up.weight");
+  CHECK(k->source.find("const float v_gate = g;\n  const float v_up = u;") != std::string::npos);
+}
+
+TEST_CASE("gated GEMMs: every GeGLU and SwiGLU sample, built by NVRTC for sm_90a", "[gated_gemm][nvrtc]") {
+  for (const char* name : {"geglu", "llama_geglu", "ffn", "ffn_swiglu"}) {
+    INFO(name);
+    CompileOptions o = gated_options(GatedGemms::On);
+    o.build_kernels = true;
+    o.use_cache = false;
+    CompiledGraph c = compile(make_sample(name), o);
+    const codegen::KernelStep* k = gated_step(c.plan);
+    REQUIRE(k);
+    CHECK(std::string(c.cubins.at(k->name).data(), 4) == "\x7f" "ELF");
+  }
+  CompiledGraph swiglu = compile(make_sample("ffn_swiglu"), gated_options(GatedGemms::On));
+  CHECK(gated_step(swiglu.plan)->source.find("__fdividef(x, 1.0f + __expf(-x))") != std::string::npos);
+}
+
+TEST_CASE("gated GEMMs: what is not taken, and why", "[gated_gemm]") {
+  // Off (-O1's default): no pattern is even looked for.
+  CompiledGraph off = compile(make_sample("geglu"), gated_options(GatedGemms::Off));
+  CHECK_FALSE(gated_step(off.plan));
+  CHECK(off.plan.launches() == 4);
+  // Another arch: refused, with the reason recorded.
+  CompiledGraph ampere = compile(make_sample("geglu"), gated_options(GatedGemms::On, "sm_80"));
+  CHECK_FALSE(gated_step(ampere.plan));
+  CHECK(ampere.plan.choices.back().why.find("needs sm_90") != std::string::npos);
+  // fp32 has no WGMMA form; mlp3's GEMMs have no gating kernel at all.
+  CHECK_FALSE(gated_step(compile(with_dtype(make_sample("geglu"), ir::DType::F32),
+                                 gated_options(GatedGemms::On)).plan));
+  CHECK_FALSE(gated_step(compile(make_sample("mlp3"), gated_options(GatedGemms::On)).plan));
+  // A product read by anything else must reach memory.
+  const char* shared_gate = R"(func @g(%x: bf16[M, 64]) -> (bf16[M, 64], bf16[M, 64]) {
+  %wg = param bf16[64, 64]
+  %wu = param bf16[64, 64]
+  %gate = matmul %x, %wg : bf16[M, 64]
+  %up = matmul %x, %wu : bf16[M, 64]
+  %act = silu %gate : bf16[M, 64]
+  %h = mul %act, %up : bf16[M, 64]
+  return %h, %gate
+})";
+  CHECK_FALSE(gated_step(compile(ir::parse(shared_gate, "shared.mlp"), gated_options(GatedGemms::On)).plan));
+  // Two GEMMs of different inputs are not a gated GEMM.
+  const char* two_inputs = R"(func @g(%x: bf16[M, 64], %z: bf16[M, 64]) -> bf16[M, 64] {
+  %wg = param bf16[64, 64]
+  %wu = param bf16[64, 64]
+  %gate = matmul %x, %wg : bf16[M, 64]
+  %up = matmul %z, %wu : bf16[M, 64]
+  %h = mul %gate, %up : bf16[M, 64]
+  return %h
+})";
+  CHECK_FALSE(gated_step(compile(ir::parse(two_inputs, "two.mlp"), gated_options(GatedGemms::On)).plan));
+  // Measuring without a GPU keeps the steps apart and says so (this machine may have one).
+  if (runtime::gpu_unavailable_reason()) {
+    CompiledGraph m = compile(make_sample("geglu"), gated_options(GatedGemms::Measure));
+    CHECK_FALSE(gated_step(m.plan));
+    CHECK(m.plan.choices.back().why == "kept apart: no GPU to measure on");
+  }
+}
+
+TEST_CASE("the gated-GEMM rule: the kernel only when measurably faster", "[gated_gemm]") {
+  CHECK(decide_gated_gemm(122.0, 144.0, 8192).use_kernel);
+  CHECK_FALSE(decide_gated_gemm(143.0, 144.0, 8192).use_kernel);  // within noise
+  CHECK_FALSE(decide_gated_gemm(1370.0, 1290.0, 4096).use_kernel);
+  CHECK_FALSE(decide_gated_gemm(0.0, 144.0, 8192).use_kernel);
+  CHECK(decide_gated_gemm(122.0, 144.0, 8192).why ==
+        "gated GEMM kernel: measured at M=8192 in a CUDA graph: 122.0 us as one gated GEMM kernel "
+        "vs 144.0 us for the GEMM(s) and the gating kernel");
+}
