@@ -24,7 +24,8 @@ limit=${MLPC_SANITIZE_TIMEOUT:-900}
 
 # name|command (words split on spaces). Between them every kind of generated kernel runs:
 # pointwise (geglu, mlp3_small -O0), row reductions with warp and block (shared-memory) combines
-# (ffn's RMSNorm, classifier's softmax over 1000, a softmax over 4096), small-GEMM kernels.
+# (ffn's RMSNorm, classifier's softmax over 1000, a softmax over 4096), small-GEMM kernels, gated
+# GEMM kernels (TMA, mbarriers, WGMMA; gate and up merged and apart).
 runs=(
   "run_geglu_O1|$bin/mlpc run --sample geglu --batch 64"
   "run_mlp3_small_O0|$bin/mlpc run --sample mlp3_small --batch 33 -O0 --no-cuda-graph"
@@ -35,6 +36,8 @@ runs=(
   "run_ffn_O2|$bin/mlpc run --sample ffn --batch 24 -O2"
   "run_classifier|$bin/mlpc run --sample classifier --batch 9"
   "run_softmax_4096|$bin/mlpc run bench/rows_4096/softmax_4096.mlp --batch 5"
+  "run_gated_geglu|$bin/mlpc run --sample geglu --batch 300 -O2 --merge-gemms on --gated-gemms on"
+  "run_gated_swiglu|$bin/mlpc run --sample ffn_swiglu --batch 130 -O2 --merge-gemms off --gated-gemms on"
 )
 # The short runs under both tools first, then the GPU tests (the longest) under each.
 jobs=()

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/cuda_ops.h"
 #include "ir/error.h"
 
@@ -233,6 +235,12 @@ void replace_all(std::string& s, const std::string& token, const std::string& va
 }
 
 }  // namespace
+
+unsigned gated_gemm_grid(int64_t rows, int64_t n, int sm_count) {
+  const int64_t tiles = ((rows + kGatedTileRows - 1) / kGatedTileRows) *
+                        ((n + kGatedTileRows - 1) / kGatedTileRows);
+  return static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, std::max(sm_count, 1)));
+}
 
 int gated_gemm_smem_bytes(const GatedGemmConfig& config) {
   return config.stages * kStageBytes + kOutBytes + 1024;

@@ -375,9 +375,7 @@ void Executor::resolve_gated(Launch& l, const codegen::KernelStep& k, Read&& rea
   l.gemm_dims[1] = static_cast<int>(k.row_len);
   l.gemm_dims[2] = static_cast<int>(k.gemm_k);
   // Persistent: at most one block per SM, each looping over the tiles.
-  const int64_t tiles = ((rows + codegen::kGatedTileRows - 1) / codegen::kGatedTileRows) *
-                        ((k.row_len + codegen::kGatedTileRows - 1) / codegen::kGatedTileRows);
-  l.dims = {static_cast<unsigned>(std::min<int64_t>(tiles, sm_count_)),
+  l.dims = {codegen::gated_gemm_grid(rows, k.row_len, sm_count_),
             static_cast<unsigned>(codegen::kGatedThreads)};
   for (TmaDesc& d : l.tma) l.args.push_back(&d);
   for (int& d : l.gemm_dims) l.args.push_back(&d);

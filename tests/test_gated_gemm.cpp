@@ -40,6 +40,11 @@ TEST_CASE("gated GEMM kernels: fp32 operands and rings that do not fit are refus
   CHECK_THROWS_WITH(codegen::generate_gated_gemm_source("k", ir::DType::BF16, "", "return g * u;",
                                                         codegen::GatedGemmConfig{5}),
                     Catch::Contains("5 stages do not fit"));
+  // Persistent grid: a block per SM at most, fewer when there are fewer tiles.
+  CHECK(codegen::gated_gemm_grid(8192, 3072, 132) == 132);
+  CHECK(codegen::gated_gemm_grid(16, 3072, 132) == 24);
+  CHECK(codegen::gated_gemm_grid(129, 200, 132) == 4);
+  CHECK(codegen::gated_gemm_grid(1, 8, 132) == 1);
   CHECK(codegen::gated_gemm_smem_bytes(codegen::GatedGemmConfig{4}) == 4 * 48 * 1024 + 32 * 1024 + 1024);  // ring, results, alignment
 }
 
