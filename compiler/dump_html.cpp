@@ -111,7 +111,7 @@ std::string index_html(const CompiledGraph& c, int64_t batch, const DumpIndex& i
   for (size_t i = 0; i < steps.size(); ++i) {
     const StepFacts& f = steps[i];
     std::string files = "cuBLASLt call";
-    if (f.kind != "gemm") {
+    if (f.generated) {  // small-GEMM and gated GEMM kernels are generated too
       files = link("kernels/" + f.name + ".cu", f.name + ".cu");
       if (index.has_ptx) files += "<br>" + link("kernels/" + f.name + ".ptx", f.name + ".ptx");
     }

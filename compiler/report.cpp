@@ -10,6 +10,7 @@
 #include "compiler/dump_html.h"
 #include "compiler/fusion_md.h"
 #include "ir/error.h"
+#include "runtime/nvrtc_compiler.h"
 #include "runtime/nvrtc_ptx.h"
 
 namespace mlpc {
@@ -41,6 +42,7 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
   StepFacts f;
   if (auto* g = std::get_if<GemmStep>(&s)) {
     f = {g->name, "gemm", {g->op}, g->ir_nodes};
+    f.generated = false;
     f.bytes = p.buffers[g->x].bytes(batch) + p.buffers[g->w].bytes(batch) +
               p.buffers[g->y].bytes(batch);
     for (int extra : {g->bias, g->residual})
@@ -142,7 +144,8 @@ void write_dump(const std::string& dir, const CompiledGraph& c, int64_t batch,
     write_file(root / "kernels" / (k->name + ".cu"), k->source);
     if (options.emit_ptx)
       write_file(root / "kernels" / (k->name + ".ptx"),
-                 runtime::compile_to_ptx(k->source, k->name, c.arch));
+                 runtime::compile_to_ptx(k->source, k->name,
+                                         k->gated ? runtime::arch_specific(c.arch) : c.arch));
   }
   index.has_ptx = options.emit_ptx;
   write_file(root / "fusion.txt", c.pipeline.fusion.to_string());

@@ -12,11 +12,12 @@ namespace mlpc {
 // One step of a plan as every report shows it: the same name in the IR (fused.pointwise symbol,
 // "gemm_<value>"), the .cu file, the trace, the explain table and the fusion report.
 struct StepFacts {
-  std::string name, kind;  // kind: "gemm" | "pointwise" | "reduction"
+  std::string name, kind;  // kind: "gemm" | "gated_gemm" | "pointwise" | "reduction"
   std::vector<std::string> ops, nodes;  // IR op names; IR value names it computes
   int64_t bytes = 0;  // device memory read + written at this batch
-  double flops = 0;   // GEMMs only: 2 * rows * n * k
+  double flops = 0;   // GEMMs only: 2 * rows * n * k (twice that for a gated GEMM)
   ir::DType dtype = ir::DType::F32;  // of its output
+  bool generated = true;  // a generated kernel (a .cu file), not a cuBLASLt call
 };
 StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t batch);
 std::vector<StepFacts> plan_facts(const codegen::Plan& p, int64_t batch);

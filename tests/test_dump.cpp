@@ -252,3 +252,31 @@ TEST_CASE("dump: a folder that cannot be created is one error naming it", "[dump
 TEST_CASE("dump: html_escape escapes what HTML reads as markup", "[dump]") {
   CHECK(mlpc::html_escape("a<b & \"c\">") == "a&lt;b &amp; &quot;c&quot;&gt;");
 }
+
+TEST_CASE("dump: generated GEMM kernels are linked as kernels, with their PTX",
+          "[dump][gated_gemm]") {
+  ScratchDir tmp;
+  mlpc::CompileOptions o{.fusion = true, .epilogues = true, .arch = "sm_90",
+                         .build_kernels = false, .measure_epilogues = false};
+  o.gated_gemms = mlpc::GatedGemms::On;
+  mlpc::CompiledGraph c = mlpc::compile(mlpc::make_sample("geglu"), o);
+  mlpc::write_dump(tmp.path.string(), c, 8192, {.emit_ptx = true, .render_svg = false});
+  std::vector<std::string> links = links_in(slurp(tmp.path / "index.html"));
+  for (const char* want : {"kernels/mlpc_fused_gelu_tanh_mul_0.cu",
+                           "kernels/mlpc_fused_gelu_tanh_mul_0.ptx"})
+    CHECK(std::find(links.begin(), links.end(), want) != links.end());
+  CHECK(std::find(links.begin(), links.end(), "kernels/gemm_down.cu") == links.end());  // cuBLASLt
+  CHECK(broken_links(tmp.path).empty());
+  // A small-GEMM kernel is a kernel too, though its kind is "gemm".
+  mlpc::CompileOptions small = o;
+  small.gated_gemms = mlpc::GatedGemms::Off;
+  small.small_gemms = mlpc::SmallGemms::On;
+  const fs::path dir = tmp.path / "small";
+  mlpc::write_dump(dir.string(), mlpc::compile(mlpc::make_sample("mlp3_small"), small), 64,
+                   {.render_svg = false});
+  links = links_in(slurp(dir / "index.html"));
+  CHECK(std::find(links.begin(), links.end(), "kernels/gemm_h1.cu") != links.end());
+  // WGMMA exists only in the arch-specific target.
+  CHECK(slurp(tmp.path / "kernels" / "mlpc_fused_gelu_tanh_mul_0.ptx").find(".target sm_90a") !=
+        std::string::npos);
+}
