@@ -97,6 +97,11 @@ inline void check_pipeline(std::string_view text) {
       ir::verify(r.graph);
       plans.push_back(codegen::build_plan(r.graph));
       plans.push_back(codegen::build_plan(r.graph, {.small_gemms = true}));
+      plans.push_back(codegen::build_plan(
+          r.graph, {.gated_gemm_decider = [](const codegen::Plan&, const codegen::KernelStep&,
+                                             const std::vector<codegen::Step>&) {
+                      return codegen::KernelChoice{true, "fuzz: every gated GEMM"};
+                    }}));
     } catch (const Error& e) {
       broken(std::string("a verified graph failed in the passes or codegen: ") + e.what());
     }
@@ -111,6 +116,31 @@ inline void check_pipeline(std::string_view text) {
         if (!ir::is_c_identifier(k->name))
           broken("kernel symbol is not a C identifier: " + k->name);
         if (!symbols.insert(k->name).second) broken("two kernels share the symbol " + k->name);
+      }
+    }
+    // Every buffer index is valid and every intermediate is written before it is read (gated
+    // GEMMs remove steps and renumber buffers).
+    for (const codegen::Plan& plan : plans) {
+      const int nb = static_cast<int>(plan.buffers.size());
+      std::vector<bool> written(plan.buffers.size(), false);
+      auto read = [&](int b) {
+        if (b < -1 || b >= nb) broken("a step names a buffer that does not exist");
+        if (b >= 0 && plan.buffers[b].role == codegen::BufferRole::Intermediate && !written[b])
+          broken("an intermediate is read before any step writes it: " + plan.buffers[b].name);
+      };
+      auto write = [&](int b) {
+        if (b < 0 || b >= nb) broken("a step writes a buffer that does not exist");
+        written[b] = true;
+      };
+      for (const codegen::Step& s : plan.steps) {
+        if (const auto* g = std::get_if<codegen::GemmStep>(&s)) {
+          for (int b : {g->x, g->w, g->bias, g->residual}) read(b);
+          write(g->y);
+        } else {
+          const auto& k = std::get<codegen::KernelStep>(s);
+          for (int b : k.inputs) read(b);
+          write(k.output);
+        }
       }
     }
     // The smallest batch and the largest one the CLI takes (--batch <= 2^24).
