@@ -14,9 +14,6 @@ namespace mlpc::codegen {
 // `g` is the graph `plan` was built from. Records each decision in plan.choices.
 void apply_gated_gemms(Plan& plan, const ir::Graph& g, const GatedGemmDecider& decider);
 
-// The gated kernel for each pattern found, without deciding or changing the plan (tests).
-std::vector<KernelStep> gated_gemm_candidates(const Plan& plan, const ir::Graph& g);
-
 // Drops the intermediate buffers no step reads or writes, renumbering the rest.
 void drop_unused_buffers(Plan& plan);
 

@@ -24,15 +24,8 @@ std::vector<Lifetime> lifetimes(const Plan& plan) {
     life[b].first = std::min(life[b].first, step);
     life[b].last = std::max(life[b].last, step);
   };
-  for (int s = 0; s < plan.launches(); ++s) {
-    if (auto* g = std::get_if<GemmStep>(&plan.steps[s])) {
-      for (int b : {g->x, g->w, g->y, g->bias, g->residual}) touch(b, s);
-    } else {
-      const auto& k = std::get<KernelStep>(plan.steps[s]);
-      for (int b : k.inputs) touch(b, s);
-      touch(k.output, s);
-    }
-  }
+  for (int s = 0; s < plan.launches(); ++s)
+    for (int b : step_buffers(plan.steps[s])) touch(b, s);
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     BufferRole r = plan.buffers[b].role;
     if (r == BufferRole::Input || r == BufferRole::Output) life[b] = {0, end};

@@ -74,6 +74,11 @@ struct KernelStep {
 
 using Step = std::variant<GemmStep, KernelStep>;
 
+// Every buffer index a step names: what it reads first (a GEMM's x, w, bias, residual, -1 where
+// it has none; a kernel's inputs), what it writes last. The refs form renumbers them in place.
+std::vector<int> step_buffers(const Step& s);
+std::vector<int*> step_buffer_refs(Step& s);
+
 struct LaunchDims {
   unsigned grid = 1, block = 256;
 };

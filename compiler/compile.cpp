@@ -1,6 +1,7 @@
 #include "compiler/compile.h"
 
 #include <chrono>
+#include <optional>
 
 #include "codegen/plan_builder.h"
 #include "compiler/logs.h"
@@ -40,13 +41,15 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   auto t0 = Clock::now();
 
   runtime::CachedCompiler compiler(c.arch, options.use_cache);
-  // Gated GEMMs use WGMMA and setmaxnreg: built for the arch-specific target (sm_90a).
-  runtime::CachedCompiler specific(runtime::arch_specific(c.arch), options.use_cache);
+  // Gated GEMMs use WGMMA and setmaxnreg: built for the arch-specific target (sm_90a), by a
+  // compiler made only when a plan has one.
+  std::optional<runtime::CachedCompiler> specific;
   c.cache_enabled = compiler.cache_enabled();
   for (const codegen::Step& s : c.plan.steps) {
     auto* k = std::get_if<codegen::KernelStep>(&s);
     if (!k) continue;
-    runtime::CachedCompiler::Cubin cubin = (k->gated ? specific : compiler).get(k->source, k->name);
+    if (k->gated && !specific) specific.emplace(runtime::arch_specific(c.arch), options.use_cache);
+    runtime::CachedCompiler::Cubin cubin = (k->gated ? *specific : compiler).get(k->source, k->name);
     ++(cubin.hit ? c.cache_hits : c.cache_misses);
     c.nvrtc_ms += cubin.nvrtc_ms;
     c.cubins[k->name] = std::move(cubin.bytes);

@@ -115,12 +115,8 @@ codegen::Plan steps_plan(const codegen::Plan& so_far, std::vector<codegen::Step>
                          int repeats) {
   using codegen::BufferRole;
   std::set<int> written;
-  auto output_of = [](const codegen::Step& s) {
-    if (auto* g = std::get_if<codegen::GemmStep>(&s)) return g->y;
-    return std::get<codegen::KernelStep>(s).output;
-  };
-  for (const codegen::Step& s : steps) written.insert(output_of(s));
-  const int last = output_of(steps.back());
+  for (const codegen::Step& s : steps) written.insert(codegen::step_buffers(s).back());
+  const int last = codegen::step_buffers(steps.back()).back();
   codegen::Plan p;
   std::map<int, int> index;
   auto take = [&](int& i) {
@@ -141,15 +137,8 @@ codegen::Plan steps_plan(const codegen::Plan& so_far, std::vector<codegen::Step>
     }
     i = it->second;
   };
-  for (codegen::Step& s : steps) {
-    if (auto* g = std::get_if<codegen::GemmStep>(&s)) {
-      for (int* b : {&g->x, &g->w, &g->bias, &g->residual, &g->y}) take(*b);
-    } else {
-      auto& k = std::get<codegen::KernelStep>(s);
-      for (int& b : k.inputs) take(b);
-      take(k.output);
-    }
-  }
+  for (codegen::Step& s : steps)
+    for (int* b : codegen::step_buffer_refs(s)) take(*b);
   p.graph_name = std::visit([](const auto& s) { return s.name; }, steps.front());
   for (int r = 0; r < repeats; ++r) p.steps.insert(p.steps.end(), steps.begin(), steps.end());
   return p;
@@ -198,10 +187,6 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
     }
   };
 }
-
-}  // namespace mlpc
-
-namespace mlpc {
 
 codegen::KernelChoice decide_gated_gemm(double gated_us, double apart_us, int64_t rows) {
   if (!(gated_us > 0 && apart_us > 0)) return {false, "could not time both (steps kept apart)"};

@@ -133,14 +133,9 @@ inline void check_pipeline(std::string_view text) {
         written[b] = true;
       };
       for (const codegen::Step& s : plan.steps) {
-        if (const auto* g = std::get_if<codegen::GemmStep>(&s)) {
-          for (int b : {g->x, g->w, g->bias, g->residual}) read(b);
-          write(g->y);
-        } else {
-          const auto& k = std::get<codegen::KernelStep>(s);
-          for (int b : k.inputs) read(b);
-          write(k.output);
-        }
+        const std::vector<int> bufs = codegen::step_buffers(s);
+        for (size_t i = 0; i + 1 < bufs.size(); ++i) read(bufs[i]);
+        write(bufs.back());
       }
     }
     // The smallest batch and the largest one the CLI takes (--batch <= 2^24).

@@ -11,16 +11,29 @@
 
 namespace mlpc::testing {
 
+// `c` (compiled from `g`) run on the GPU on `values` matches `reference` on `rows`.
+inline void check_rows_on_gpu(const ir::Graph& g, const CompiledGraph& c, const Values& values,
+                              int64_t batch, const std::vector<int64_t>& rows,
+                              const std::vector<runtime::HostTensor>& reference) {
+  Check check = compare_rows(g, run_on_gpu(c, values, batch), rows, reference);
+  INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
+  CHECK(check.ok);
+}
+
+// The same on random values drawn from `seed`.
+inline void check_on_gpu(const ir::Graph& g, const CompiledGraph& c, int64_t batch, uint64_t seed) {
+  Values values = random_values(g, batch, seed);
+  std::vector<int64_t> rows = sample_rows(batch);
+  check_rows_on_gpu(g, c, values, batch, rows, reference_on_rows(g, values, rows));
+}
+
 inline void check_eager_and_compiled(const ir::Graph& g, int64_t batch, uint64_t seed) {
   Values values = random_values(g, batch, seed);
   std::vector<int64_t> rows = sample_rows(batch);
-  auto reference = reference_on_rows(g, values, rows);
+  auto reference = reference_on_rows(g, values, rows);  // once, for both
   for (bool fusion : {false, true}) {
     INFO((fusion ? "compiled" : "eager") << " batch " << batch);
-    CompiledGraph c = compile(g, {.fusion = fusion});
-    Check check = compare_rows(g, run_on_gpu(c, values, batch), rows, reference);
-    INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
-    CHECK(check.ok);
+    check_rows_on_gpu(g, compile(g, {.fusion = fusion}), values, batch, rows, reference);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "compiler/samples.h"
 #include "ir/parser.h"
 #include "runtime/device.h"
+#include "check_on_gpu.h"
 
 using namespace mlpc;
 
@@ -26,12 +27,7 @@ bool has_gated(const codegen::Plan& p) {
 void check_gated(const ir::Graph& g, const CompileOptions& o, int64_t batch) {
   CompiledGraph c = compile(g, o);
   REQUIRE(has_gated(c.plan));
-  Values values = random_values(g, batch, 11);
-  std::vector<int64_t> rows = sample_rows(batch);
-  Check check = compare_rows(g, run_on_gpu(c, values, batch), rows,
-                             reference_on_rows(g, values, rows));
-  INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
-  CHECK(check.ok);
+  testing::check_on_gpu(g, c, batch, 11);
 }
 
 // K = 40 (one partial k-slice), n = 200 (a full and a partial column tile).
@@ -85,7 +81,5 @@ TEST_CASE("-O2 times the gated GEMM against the steps it replaces, and runs its 
   INFO(ch.step << ": " << ch.why);
   CHECK(ch.why.find("measured at M=8192 in a CUDA graph") != std::string::npos);
   CHECK(ch.taken == has_gated(c.plan));
-  Values values = random_values(g, 512, 3);
-  std::vector<int64_t> rows = sample_rows(512);
-  CHECK(compare_rows(g, run_on_gpu(c, values, 512), rows, reference_on_rows(g, values, rows)).ok);
+  testing::check_on_gpu(g, c, 512, 3);
 }

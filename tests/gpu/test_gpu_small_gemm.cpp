@@ -7,6 +7,7 @@
 #include "compiler/gpu_session.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
+#include "check_on_gpu.h"
 
 using namespace mlpc;
 
@@ -18,13 +19,7 @@ TEST_CASE("small GEMM kernels match the reference", "[gpu][small_gemm]") {
         const ir::Graph g = with_dtype(make_sample(sample), dt);
         CompileOptions o{.fusion = true, .epilogues = true, .measure_epilogues = false};
         o.small_gemms = SmallGemms::On;
-        CompiledGraph c = compile(g, o);
-        Values values = random_values(g, batch, 5);
-        std::vector<int64_t> rows = sample_rows(batch);
-        Check check = compare_rows(g, run_on_gpu(c, values, batch), rows,
-                                   reference_on_rows(g, values, rows));
-        INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
-        CHECK(check.ok);
+        testing::check_on_gpu(g, compile(g, o), batch, 5);
       }
 }
 
@@ -40,10 +35,7 @@ TEST_CASE("-O2 measures each small GEMM as a kernel and as cuBLASLt, and runs it
     INFO(ch.step << ": " << ch.why);
     CHECK(ch.why.find("measured at M=64 in a CUDA graph") != std::string::npos);
   }
-  Values values = random_values(g, 64, 9);
-  std::vector<int64_t> rows = sample_rows(64);
-  Check check = compare_rows(g, run_on_gpu(c, values, 64), rows, reference_on_rows(g, values, rows));
-  CHECK(check.ok);
+  testing::check_on_gpu(g, c, 64, 9);
   // Past kSmallGemmMaxMacs nothing is timed: the decode-size GeGLU at 8192 rows.
   o.decide_rows = 8192;
   c = compile(make_sample("geglu"), o);
