@@ -13,7 +13,7 @@ both sides: ~1e-6), accumulated over the K-long reductions; bf16 gets 4 * 2^-8 =
 
 Usage: python3 bench/compare.py --mlpc stage/bin/mlpc [--opt 2] [--out DIR] [--cases ...]
 """
-import argparse, json, os, subprocess, sys
+import argparse, json, os, shlex, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
@@ -62,6 +62,7 @@ def main():
     ap.add_argument("--opt", default="2")
     ap.add_argument("--out", default=None)
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--mlpc-flags", default="", help="more flags for mlpc bench, e.g. '--fp32-gemms ieee'")
     args = ap.parse_args()
     cases = args.cases.split(",")
     log = os.path.join(args.out, "compare.log") if args.out else None
@@ -76,7 +77,7 @@ def main():
                                   "--cases", case, "--save", data], log)
         case_dir = os.path.join(data, case)
         p = subprocess.run([args.mlpc, "bench", "--sample", sample, "--batch", str(batch),
-                            "-O", args.opt, "--json",
+                            "-O", args.opt, "--json", *shlex.split(args.mlpc_flags),
                             "--weights", os.path.join(case_dir, "weights.safetensors"),
                             "--input", os.path.join(case_dir, "x.npy"),
                             "--output", os.path.join(case_dir, "mlpc_out.npy")],

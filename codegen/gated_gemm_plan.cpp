@@ -196,31 +196,4 @@ void apply_gated_gemms(Plan& plan, const ir::Graph& g, const GatedGemmDecider& d
   if (changed) drop_unused_buffers(plan);
 }
 
-void drop_unused_buffers(Plan& plan) {
-  std::vector<bool> used(plan.buffers.size(), false);
-  auto use = [&](int b) {
-    if (b >= 0) used[static_cast<size_t>(b)] = true;
-  };
-  for (const Step& step : plan.steps)
-    for (int b : step_buffers(step)) use(b);
-  for (int b : plan.inputs) use(b);
-  for (int b : plan.outputs) use(b);
-  std::vector<int> remap(plan.buffers.size(), -1);
-  std::vector<Buffer> kept;
-  for (size_t i = 0; i < plan.buffers.size(); ++i) {
-    if (!used[i] && plan.buffers[i].role == BufferRole::Intermediate) continue;
-    remap[i] = static_cast<int>(kept.size());
-    kept.push_back(plan.buffers[i]);
-  }
-  auto fix = [&](int& b) {
-    if (b >= 0) b = remap[static_cast<size_t>(b)];
-  };
-  for (Buffer& b : kept) fix(b.view_of);
-  for (Step& step : plan.steps)
-    for (int* b : step_buffer_refs(step)) fix(*b);
-  for (int& b : plan.inputs) fix(b);
-  for (int& b : plan.outputs) fix(b);
-  plan.buffers = std::move(kept);
-}
-
 }  // namespace mlpc::codegen

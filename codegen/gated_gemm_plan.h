@@ -14,7 +14,4 @@ namespace mlpc::codegen {
 // `g` is the graph `plan` was built from. Records each decision in plan.choices.
 void apply_gated_gemms(Plan& plan, const ir::Graph& g, const GatedGemmDecider& decider);
 
-// Drops the intermediate buffers no step reads or writes, renumbering the rest.
-void drop_unused_buffers(Plan& plan);
-
 }  // namespace mlpc::codegen

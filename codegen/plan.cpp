@@ -25,6 +25,36 @@ std::vector<int> step_buffers(const Step& s) {
   return out;
 }
 
+void drop_unused_buffers(Plan& plan) {
+  std::vector<bool> used(plan.buffers.size(), false);
+  auto use = [&](int b) {
+    if (b >= 0) used[static_cast<size_t>(b)] = true;
+  };
+  for (const Step& step : plan.steps)
+    for (int b : step_buffers(step)) use(b);
+  for (int b : plan.inputs) use(b);
+  for (int b : plan.outputs) use(b);
+  std::vector<int> remap(plan.buffers.size(), -1);
+  std::vector<Buffer> kept;
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    if (!used[i] && plan.buffers[i].role == BufferRole::Intermediate) continue;
+    remap[i] = static_cast<int>(kept.size());
+    kept.push_back(plan.buffers[i]);
+  }
+  auto fix = [&](int& b) {
+    if (b >= 0) b = remap[static_cast<size_t>(b)];
+  };
+  for (Buffer& b : kept) {
+    fix(b.view_of);
+    fix(b.split_of);
+  }
+  for (Step& step : plan.steps)
+    for (int* b : step_buffer_refs(step)) fix(*b);
+  for (int& b : plan.inputs) fix(b);
+  for (int& b : plan.outputs) fix(b);
+  plan.buffers = std::move(kept);
+}
+
 LaunchDims launch_dims(const KernelStep& k, int64_t numel) {
   if (k.threads_per_row > 0) {
     constexpr int64_t kMaxRowGrid = int64_t{1} << 30;  // beyond that, the kernel loops over rows
@@ -36,6 +66,7 @@ LaunchDims launch_dims(const KernelStep& k, int64_t numel) {
   }
   constexpr int64_t kBlock = 256;
   constexpr int64_t kMaxGrid = 132 * 32;  // 32 blocks per SM on an H200; beyond that, loop
+  if (k.tf32x3_store) numel /= 3;  // threads cover the space, not its three parts
   int64_t work = (numel + k.vec - 1) / k.vec;
   int64_t grid = std::clamp<int64_t>((work + kBlock - 1) / kBlock, 1, kMaxGrid);
   return {static_cast<unsigned>(grid), static_cast<unsigned>(kBlock)};

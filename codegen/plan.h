@@ -22,6 +22,13 @@ struct Buffer {
   int view_of = -1;
   int64_t view_offset = 0;
   bool stacked = false;  // a concat: filled only through the params that view into it
+  // A param derived from param `split_of` [n, k]: its three TF32 parts as [n, 3k]
+  // (codegen/tf32x3.h), written by the runtime whenever that param is set, never set itself.
+  int split_of = -1;
+  // Values a caller uploads: inputs and params, but not concats or derived params.
+  bool uploaded() const {
+    return (role == BufferRole::Input || role == BufferRole::Param) && !stacked && split_of < 0;
+  }
   int64_t bytes(int64_t batch) const;
   int64_t numel(int64_t batch) const { return type.shape.numel(batch); }
 };
@@ -41,6 +48,10 @@ struct GemmStep {
   int64_t n = 0, k = 0;
   ir::DType dtype = ir::DType::F32;
   std::vector<std::string> ir_nodes;  // value names it computes
+  // An f32 GEMM as three TF32 tensor-core products (codegen/tf32x3.h): x and w are then the
+  // [rows, 3k] and [n, 3k] split buffers, k stays the product's own. Off: IEEE fp32 (SGEMM).
+  bool tf32x3 = false;
+  int64_t stored_k() const { return tf32x3 ? 3 * k : k; }
 };
 
 // One generated kernel. Its signature is
@@ -68,6 +79,9 @@ struct KernelStep {
   // built for the arch-specific target (sm_90a).
   bool gated = false;
   int smem_bytes = 0;
+  // The output is a [rows, 3 * row_len] split buffer (codegen/tf32x3.h): the kernel's n counts
+  // its elements, three per element of the iteration space.
+  bool tf32x3_store = false;
   std::vector<std::string> ops;       // IR op names it computes, in order
   std::vector<std::string> ir_nodes;  // IR value names it computes, in order
 };
@@ -104,5 +118,8 @@ struct Plan {
   std::vector<StepChoice> choices;
   int launches() const { return static_cast<int>(steps.size()); }
 };
+
+// Drops the intermediate buffers no step reads or writes, renumbering the rest.
+void drop_unused_buffers(Plan& plan);
 
 }  // namespace mlpc::codegen

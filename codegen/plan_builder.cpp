@@ -7,6 +7,7 @@
 #include <string>
 
 #include "codegen/gated_gemm_plan.h"
+#include "codegen/tf32x3_plan.h"
 #include "codegen/pointwise_kernel.h"
 #include "codegen/reduction_kernel.h"
 #include "codegen/small_gemm_kernel.h"
@@ -123,6 +124,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
     }
   }
   apply_gated_gemms(plan, g, options.gated_gemm_decider);
+  apply_tf32x3(plan, g, options.tf32x3_decider);
   return plan;
 }
 

@@ -26,6 +26,13 @@ using SmallGemmDecider =
 using GatedGemmDecider = std::function<KernelChoice(
     const Plan& plan, const KernelStep& gated, const std::vector<Step>& replaced)>;
 
+// Whether an f32 GEMM runs as three TF32 products (codegen/tf32x3_plan.h). `replaced`: the steps
+// of `plan` that change (the GEMM, and the kernel writing its x when that kernel would store the
+// split parts itself); `rewritten`: what replaces them in `trial`, the plan with the change made.
+using Tf32x3Decider =
+    std::function<KernelChoice(const Plan& plan, const std::vector<Step>& replaced,
+                               const Plan& trial, const std::vector<Step>& rewritten)>;
+
 struct PlanOptions {
   // GEMMs with n a multiple of 32 and no residual as generated kernels
   // (codegen/small_gemm_kernel.h) instead of cuBLASLt calls: for GEMMs so small that cuBLASLt's
@@ -35,6 +42,8 @@ struct PlanOptions {
   SmallGemmDecider small_gemm_decider;
   // Asked for each gated pattern (codegen/gated_gemm_plan.h); none: no gated GEMMs.
   GatedGemmDecider gated_gemm_decider;
+  // Asked for each f32 GEMM that is a cuBLASLt step; none: every one stays an IEEE SGEMM.
+  Tf32x3Decider tf32x3_decider;
 };
 
 Plan build_plan(const ir::Graph& g, const PlanOptions& options = {});

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "codegen/cuda_ops.h"
+#include "codegen/tf32x3.h"
 #include "ir/error.h"
 
 namespace mlpc::codegen {
@@ -53,8 +54,12 @@ std::string element_body(const ir::Graph& body) {
   return src + fmt::format("  return {};\n", var(body.node(body.outputs()[0]).name));
 }
 
-KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) {
+KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
+                                     const PointwiseOptions& options) {
   MLPC_ASSERT(fused.op == ir::Op::FusedPointwise && fused.body, "not a fused.pointwise node");
+  const bool split = options.tf32x3_store;
+  MLPC_ASSERT(!split || fused.type.dtype == ir::DType::F32,
+              "TF32 parts of a non-f32 value %" + fused.name);
   const ir::Graph& body = *fused.body;
   const ir::Shape& space = fused.type.shape;
   const std::string space_str = ir::to_string(fused.type, g.batch_symbol);
@@ -97,6 +102,7 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) 
     if (l.access != Access::Full && k.row_len % vec != 0) vec = 1;
     if (l.access == Access::Strided && (l.ld % vec != 0 || l.offset % vec != 0)) vec = 1;
   }
+  if (split && k.row_len % vec != 0) vec = 1;  // the three parts of a vector share a row
   k.vec = vec;
   const bool any_row = std::any_of(loads.begin(), loads.end(),
                                    [](const Load& l) { return l.access != Access::Full; });
@@ -121,12 +127,13 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) 
     k.ops.emplace_back(ir::op_name(n.op));
     k.ir_nodes.push_back(n.name);
   }
-  src += fmt::format("// Reads {}; writes %{} {}.\n", fmt::join(reads, ", "), fused.name,
-                     space_str);
+  src += fmt::format("// Reads {}; writes %{} {}{}.\n", fmt::join(reads, ", "), fused.name,
+                     space_str, split ? " as its three TF32 parts [lo | hi | hi] per row" : "");
   src += cuda_includes();
   src += "\n";
   for (ir::DType t : dtypes) src += float_conversions(t);
-  if (vec > 1) src += "\n" + std::string(vector_access());
+  if (vec > 1 || split) src += "\n" + std::string(vector_access());
+  if (split) src += "\n" + std::string(tf32x3_device_helpers());
   std::set<ir::Op> helpers_done;
   for (const ir::Node& n : body.nodes)
     if (!cuda_helper(n.op).empty() && helpers_done.insert(n.op).second)
@@ -141,7 +148,8 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) 
 
   // The kernel: a grid-stride loop over the output's n elements.
   src += kernel_signature(k.name, 256, body, ins, fused);
-  if (any_row) src += fmt::format("  constexpr long long kRowLen = {};\n", k.row_len);
+  if (any_row || split) src += fmt::format("  constexpr long long kRowLen = {};\n", k.row_len);
+  if (split) src += "  n /= 3;  // out holds three TF32 parts per element of the space\n";
   auto index = [&](const Load& l, const char* at) {
     switch (l.access) {
       case Access::Full: return std::string(at);
@@ -154,8 +162,11 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) 
   std::vector<std::string> scalar_args;
   for (const Load& l : loads)
     scalar_args.push_back(fmt::format("mlpc_to_float(in{}[{}])", l.input, index(l, "e")));
-  std::string scalar_stmt = fmt::format("mlpc_from_float({}_element({}), &out[e]);", k.name,
-                                        fmt::join(scalar_args, ", "));
+  std::string scalar_stmt =
+      split ? fmt::format("{{ const float y = {}_element({}); mlpc_store_tf32x3<1>(out, e, kRowLen, "
+                          "&y); }}", k.name, fmt::join(scalar_args, ", "))
+            : fmt::format("mlpc_from_float({}_element({}), &out[e]);", k.name,
+                          fmt::join(scalar_args, ", "));
   if (vec == 1) {
     src += "  const long long stride = (long long)gridDim.x * blockDim.x;\n"
            "  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;"
@@ -175,8 +186,10 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused) 
     }
     src += fmt::format("    float y[kVec];\n#pragma unroll\n"
                        "    for (int j = 0; j < kVec; ++j) y[j] = {}_element({});\n"
-                       "    mlpc_store<kVec>(out + i, y);\n  }}\n",
-                       k.name, fmt::join(lanes, ", "));
+                       "    {};\n  }}\n",
+                       k.name, fmt::join(lanes, ", "),
+                       split ? "mlpc_store_tf32x3<kVec>(out, i, kRowLen, y)"
+                             : "mlpc_store<kVec>(out + i, y)");
     src += "  // Scalar tail: the thread that stopped inside the last partial vector.\n";
     src += "  for (long long e = i; e < n; ++e) " + scalar_stmt + "\n}\n";
   }

@@ -13,7 +13,15 @@ namespace mlpc::codegen {
 std::string element_body(const ir::Graph& body);
 std::string element_var(const std::string& ir_name);
 
+struct PointwiseOptions {
+  // Store each f32 result as its three TF32 parts into a [rows, 3 * row_len] buffer
+  // (codegen/tf32x3.h): the kernel then feeds a 3xTF32 GEMM directly. Its `n` counts that
+  // buffer's elements, three per element of the space.
+  bool tf32x3_store = false;
+};
+
 // Fills name, source, row_len, vec, ops and ir_nodes of a KernelStep for `fused` in `g`.
-KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused);
+KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
+                                     const PointwiseOptions& options = {});
 
 }  // namespace mlpc::codegen

@@ -67,6 +67,7 @@ struct GraphArgs {
   std::string merge_gemms;  // empty: the level's default
   std::string small_gemms;  // empty: the level's default
   std::string gated_gemms;  // empty: the level's default
+  std::string fp32_gemms;   // empty: the level's default
 
   void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -99,6 +100,11 @@ struct GraphArgs {
                     "silu(g)*u, ...) as one generated Hopper kernel, sm_90 only: auto (-O2's "
                     "default: where measured faster on this GPU), on, off (-O0/-O1's default)")
         ->check(CLI::IsMember({"auto", "on", "off"}));
+    cmd->add_option("--fp32-gemms", fp32_gemms,
+                    "f32 GEMMs as IEEE fp32 on CUDA cores (ieee: -O0/-O1's default, PyTorch's "
+                    "with TF32 off) or as three TF32 tensor-core products with fp32-level "
+                    "accuracy (tf32x3); auto (-O2's default): tf32x3 where measured faster")
+        ->check(CLI::IsMember({"auto", "ieee", "tf32x3"}));
   }
 
   // Flags of the GPU executor (run, bench).
@@ -130,6 +136,11 @@ struct GraphArgs {
                     : gated == "auto" ? GatedGemms::Measure
                                       : GatedGemms::Off;
     if (!fusion) o.gated_gemms = GatedGemms::Off;  // eager: one kernel per op
+    const std::string fp32 = fp32_gemms.empty() ? (opt_level >= 2 ? "auto" : "ieee") : fp32_gemms;
+    o.fp32_gemms = fp32 == "tf32x3" ? Fp32Gemms::Tf32x3
+                   : fp32 == "auto" ? Fp32Gemms::Measure
+                                    : Fp32Gemms::Ieee;
+    if (!fusion) o.fp32_gemms = Fp32Gemms::Ieee;  // eager: PyTorch's eager GEMMs
     // Measured at the largest batch asked for: the one whose time matters most.
     o.decide_rows = batches.empty() ? batch : *std::max_element(batches.begin(), batches.end());
     return o;

@@ -35,7 +35,8 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
       {.small_gemms = options.small_gemms == SmallGemms::On,
        .small_gemm_decider = small_gemm_decider(options.small_gemms, rows, options.use_cache),
        .gated_gemm_decider =
-           gated_gemm_decider(options.gated_gemms, rows, c.arch, options.use_cache)});
+           gated_gemm_decider(options.gated_gemms, rows, c.arch, options.use_cache),
+       .tf32x3_decider = tf32x3_decider(options.fp32_gemms, rows, options.use_cache)});
   log_compile(c);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   if (!options.build_kernels) return c;
   auto t0 = Clock::now();

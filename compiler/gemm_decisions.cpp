@@ -131,6 +131,7 @@ codegen::Plan steps_plan(const codegen::Plan& so_far, std::vector<codegen::Step>
       b.view_of = -1;
       b.view_offset = 0;
       b.stacked = false;
+      b.split_of = -1;  // timing needs values, not the weight's true parts
       if (b.role == BufferRole::Input) p.inputs.push_back(it->second);
       if (b.role == BufferRole::Output) p.outputs.push_back(it->second);
       p.buffers.push_back(std::move(b));
@@ -144,8 +145,34 @@ codegen::Plan steps_plan(const codegen::Plan& so_far, std::vector<codegen::Step>
   return p;
 }
 
-codegen::Plan repeated_step_plan(const codegen::Plan& so_far, const codegen::Step& step) {
-  return steps_plan(so_far, {step}, kSmallGemmRepeats);
+// µs per pass of `steps` (of `plan`), timed `repeats` passes in a row inside one CUDA graph;
+// kernels built for `arch` (gated GEMM kernels for its arch-specific target). Cached under the
+// kernels' source keys (as the CUBIN cache keys them) and the GEMMs' tuning keys: a kernel is
+// built only when the time is not cached.
+double steps_us(runtime::GemmBench& b, const codegen::Plan& plan,
+                const std::vector<codegen::Step>& steps, const std::string& arch, int64_t rows,
+                int repeats, bool use_cache) {
+  runtime::CachedCompiler generic(arch, use_cache);
+  std::optional<runtime::CachedCompiler> specific;
+  auto compiler_for = [&](const codegen::KernelStep& k) -> runtime::CachedCompiler& {
+    if (!k.gated) return generic;
+    if (!specific) specific.emplace(runtime::arch_specific(arch), use_cache);
+    return *specific;
+  };
+  std::string key = fmt::format("{}|graph{}|M{}", arch, repeats, rows);
+  for (const codegen::Step& s : steps) {
+    if (auto* g = std::get_if<codegen::GemmStep>(&s))
+      key += "|" + runtime::gemm_tuning_key(*g, rows, arch, runtime::cublaslt_version());
+    else
+      key += "|" + compiler_for(std::get<codegen::KernelStep>(s)).key(
+                       std::get<codegen::KernelStep>(s).source);
+  }
+  if (auto us = b.cached_us(key)) return *us / repeats;
+  std::map<std::string, std::vector<char>> cubins;
+  for (const codegen::Step& s : steps)
+    if (auto* k = std::get_if<codegen::KernelStep>(&s))
+      cubins[k->name] = compiler_for(*k).get(k->source, k->name).bytes;
+  return b.graph_us(steps_plan(plan, steps, repeats), cubins, rows, key) / repeats;
 }
 
 }  // namespace
@@ -166,22 +193,9 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       runtime::GemmBench& b = **bench;
       const std::string arch = runtime::device_arch();
-      runtime::CachedCompiler compiler(arch, use_cache);
-      // Keys: the kernel by its source (as the CUBIN cache keys it), cuBLASLt by its tuning key.
-      const std::string kernel_key = fmt::format("{}|graph{}|kernel|{}|M{}", arch,
-                                                 kSmallGemmRepeats, compiler.key(k.source), rows);
-      const std::string gemm_key =
-          fmt::format("graph{}|{}", kSmallGemmRepeats,
-                      runtime::gemm_tuning_key(g, rows, arch, runtime::cublaslt_version()));
-      // The kernel's CUBIN is fetched only when its time is not cached.
-      double kernel_us = b.cached_us(kernel_key).value_or(0.0);
-      if (kernel_us == 0.0) {
-        std::map<std::string, std::vector<char>> cubins;
-        cubins[k.name] = compiler.get(k.source, k.name).bytes;
-        kernel_us = b.graph_us(repeated_step_plan(plan, k), cubins, rows, kernel_key);
-      }
-      const double gemm_us = b.graph_us(repeated_step_plan(plan, g), {}, rows, gemm_key);
-      return decide_small_gemm(kernel_us / kSmallGemmRepeats, gemm_us / kSmallGemmRepeats, rows);
+      const double kernel_us = steps_us(b, plan, {k}, arch, rows, kSmallGemmRepeats, use_cache);
+      const double gemm_us = steps_us(b, plan, {g}, arch, rows, kSmallGemmRepeats, use_cache);
+      return decide_small_gemm(kernel_us, gemm_us, rows);
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
       return codegen::KernelChoice{false, fmt::format("cuBLASLt: could not time: {}", e.what())};
     }
@@ -213,31 +227,42 @@ codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, cons
     try {
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       runtime::GemmBench& b = **bench;
-      runtime::CachedCompiler generic(arch, use_cache);
-      runtime::CachedCompiler specific(runtime::arch_specific(arch), use_cache);
-      // Keys: kernels by their source (as the CUBIN cache keys them), GEMMs by their tuning key.
-      std::map<std::string, std::vector<char>> cubins;
-      std::string apart_key = fmt::format("{}|graph{}|apart|M{}", arch, kGatedRepeats, rows);
-      for (const codegen::Step& s : apart) {
-        if (auto* g = std::get_if<codegen::GemmStep>(&s)) {
-          apart_key += "|" + runtime::gemm_tuning_key(*g, rows, arch, runtime::cublaslt_version());
-        } else {
-          const auto& k = std::get<codegen::KernelStep>(s);
-          apart_key += "|" + generic.key(k.source);
-          cubins[k.name] = generic.get(k.source, k.name).bytes;
-        }
-      }
-      const std::string gated_key = fmt::format("{}|graph{}|gated|{}|M{}", arch, kGatedRepeats,
-                                                specific.key(gated.source), rows);
-      double gated_us = b.cached_us(gated_key).value_or(0.0);
-      if (gated_us == 0.0)
-        gated_us = b.graph_us(steps_plan(plan, {gated}, kGatedRepeats),
-                              {{gated.name, specific.get(gated.source, gated.name).bytes}}, rows,
-                              gated_key);
-      const double apart_us = b.graph_us(steps_plan(plan, apart, kGatedRepeats), cubins, rows, apart_key);
-      return decide_gated_gemm(gated_us / kGatedRepeats, apart_us / kGatedRepeats, rows);
+      const double gated_us = steps_us(b, plan, {gated}, arch, rows, kGatedRepeats, use_cache);
+      const double apart_us = steps_us(b, plan, apart, arch, rows, kGatedRepeats, use_cache);
+      return decide_gated_gemm(gated_us, apart_us, rows);
     } catch (const Error& e) {  // a measurement that fails leaves the steps as they were
       return codegen::KernelChoice{false, fmt::format("kept apart: could not time: {}", e.what())};
+    }
+  };
+}
+
+
+codegen::KernelChoice decide_tf32x3(double tf32x3_us, double ieee_us, int64_t rows) {
+  if (!(tf32x3_us > 0 && ieee_us > 0)) return {false, "could not time both (IEEE fp32 kept)"};
+  const bool use = tf32x3_us < ieee_us * (1.0 - kTf32x3MinGain);
+  return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.1f} us as 3xTF32 (split "
+                           "included) vs {:.1f} us as an IEEE fp32 GEMM",
+                           use ? "3xTF32" : "IEEE fp32", rows, tf32x3_us, ieee_us)};
+}
+
+codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cache) {
+  if (mode == Fp32Gemms::Ieee) return {};
+  const bool gpu = mode == Fp32Gemms::Measure && !runtime::gpu_unavailable_reason();
+  auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
+  return [=](const codegen::Plan& plan, const std::vector<codegen::Step>& replaced,
+             const codegen::Plan& trial, const std::vector<codegen::Step>& rewritten) {
+    if (mode == Fp32Gemms::Tf32x3)
+      return codegen::KernelChoice{true, "3xTF32 (--fp32-gemms tf32x3)"};
+    if (!gpu) return codegen::KernelChoice{false, "IEEE fp32: no GPU to measure on"};
+    try {
+      if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
+      const std::string arch = runtime::device_arch();
+      const double split_us =
+          steps_us(**bench, trial, rewritten, arch, rows, kTf32x3Repeats, use_cache);
+      const double ieee_us = steps_us(**bench, plan, replaced, arch, rows, kTf32x3Repeats, use_cache);
+      return decide_tf32x3(split_us, ieee_us, rows);
+    } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
+      return codegen::KernelChoice{false, fmt::format("IEEE fp32: could not time: {}", e.what())};
     }
   };
 }

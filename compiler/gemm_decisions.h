@@ -16,6 +16,7 @@ namespace mlpc {
 enum class MergeGemms { Off, On, Measure };
 enum class SmallGemms { Off, On, Measure };
 enum class GatedGemms { Off, On, Measure };
+enum class Fp32Gemms { Ieee, Tf32x3, Measure };
 
 // A merge is taken when the merged GEMM is at least this much faster than the siblings apart:
 // closer than that is noise on a shared GPU, and apart keeps the plan torch.compile's.
@@ -81,5 +82,18 @@ codegen::KernelChoice decide_gated_gemm(double gated_us, double apart_us, int64_
 // times both alternatives on this GPU (without one it keeps the steps apart, and says so).
 codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, const std::string& arch,
                                              bool use_cache = true);
+
+// f32 GEMMs as three TF32 tensor-core products (codegen/tf32x3.h: fp32-level accuracy, the
+// lo.lo term of ~2^-22 dropped) replace IEEE fp32 GEMMs (CUDA cores) when their time inside a
+// CUDA graph, splitting x included, is at least this much lower.
+inline constexpr double kTf32x3MinGain = 0.02;
+inline constexpr int kTf32x3Repeats = 2;
+
+// The rule applied to measured times (µs per pass inside a CUDA graph).
+codegen::KernelChoice decide_tf32x3(double tf32x3_us, double ieee_us, int64_t rows);
+
+// The decider for `mode` at `rows` rows (nullptr for Ieee). Tf32x3 takes every f32 GEMM;
+// Measure times both on this GPU (without one it keeps IEEE fp32, and says so).
+codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cache = true);
 
 }  // namespace mlpc

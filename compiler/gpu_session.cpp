@@ -17,9 +17,7 @@ void bind_values(runtime::Executor& exec, const codegen::Plan& plan, const Value
           int64_t batch) {
   exec.bind_batch(batch);
   for (const codegen::Buffer& b : plan.buffers)
-    if ((b.role == codegen::BufferRole::Input || b.role == codegen::BufferRole::Param) &&
-        !b.stacked)
-      exec.set_tensor(b.name, values.at(b.name));
+    if (b.uploaded()) exec.set_tensor(b.name, values.at(b.name));
 }
 
 double wall_ms(const std::function<void()>& f) {

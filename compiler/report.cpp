@@ -42,6 +42,7 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
   StepFacts f;
   if (auto* g = std::get_if<GemmStep>(&s)) {
     f = {g->name, "gemm", {g->op}, g->ir_nodes};
+    if (g->tf32x3) f.ops.push_back("tf32x3");  // three TF32 products (codegen/tf32x3.h)
     f.generated = false;
     f.bytes = p.buffers[g->x].bytes(batch) + p.buffers[g->w].bytes(batch) +
               p.buffers[g->y].bytes(batch);

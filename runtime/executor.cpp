@@ -1,7 +1,5 @@
 #include "runtime/executor.h"
 
-#include "codegen/memory_plan.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -16,6 +14,8 @@
 #include "runtime/step_hooks.h"
 #include "runtime/tensor_map.h"
 #include "codegen/gated_gemm_kernel.h"
+#include "codegen/memory_plan.h"
+#include "codegen/tf32x3.h"
 
 namespace mlpc::runtime {
 namespace {
@@ -46,8 +46,8 @@ void check_plan(const codegen::Plan& plan) {
       const ir::TensorType& x = plan.buffers[g->x].type;
       const ir::TensorType& w = plan.buffers[g->w].type;
       const ir::TensorType& y = plan.buffers[g->y].type;
-      MLPC_ASSERT(x.shape.last() == g->k && y.shape.last() == g->n &&
-                      w.shape.dims == std::vector<int64_t>({g->n, g->k}),
+      MLPC_ASSERT(x.shape.last() == g->stored_k() && y.shape.last() == g->n &&
+                      w.shape.dims == std::vector<int64_t>({g->n, g->stored_k()}),
                   "GEMM " + g->name + ": buffer shapes do not match n, k");
       MLPC_ASSERT(x.dtype == g->dtype && w.dtype == g->dtype && y.dtype == g->dtype,
                   "GEMM " + g->name + ": buffer dtypes differ from the step's");
@@ -268,9 +268,26 @@ void Executor::bind_batch(int64_t batch) {
     if (plan_.buffers[i].role != codegen::BufferRole::Param) set_[i] = false;
 }
 
+void* Executor::param_storage(int i) {
+  const codegen::Buffer& b = plan_.buffers[i];
+  // A param stacked into a concat is uploaded into its place in the concat's allocation.
+  const int owner = b.view_of >= 0 ? b.view_of : i;
+  if (!params_[owner]) {
+    const size_t owner_bytes = static_cast<size_t>(plan_.buffers[owner].bytes(0));
+    MLPC_CUDA(cudaMalloc(&params_[owner], std::max<size_t>(owner_bytes, 1)));
+    // A new device pointer: every resolved launch list (and graph) is stale.
+    for (auto& [batch, bound] : batches_) bound->invalidate();
+  }
+  if (b.view_of >= 0) params_[i] = static_cast<char*>(params_[owner]) + b.view_offset;
+  return params_[i];
+}
+
 void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
+  if (b.split_of >= 0)
+    throw Error(fmt::format("param {} holds the TF32 parts of {}: set {} instead", name,
+                            plan_.buffers[b.split_of].name, plan_.buffers[b.split_of].name));
   const std::vector<int64_t> dims = bound_dims(i);
   if (t.dtype != b.type.dtype || t.dims != dims ||
       static_cast<int64_t>(t.data.size()) != b.numel(batch_ < 0 ? 1 : batch_))
@@ -280,24 +297,22 @@ void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   if (b.stacked)
     throw Error(fmt::format("param {} is a concat: set the params it stacks instead", name));
   const std::vector<uint8_t> bytes = encode(t);
-  void* dst = nullptr;
-  if (b.role == codegen::BufferRole::Param) {
-    // A param stacked into a concat is uploaded into its place in the concat's allocation.
-    const int owner = b.view_of >= 0 ? b.view_of : i;
-    if (!params_[owner]) {
-      const size_t owner_bytes = static_cast<size_t>(plan_.buffers[owner].bytes(0));
-      MLPC_CUDA(cudaMalloc(&params_[owner], std::max<size_t>(owner_bytes, 1)));
-      // A new device pointer: every resolved launch list (and graph) is stale.
-      for (auto& [batch, bound] : batches_) bound->invalidate();
-    }
-    if (b.view_of >= 0) params_[i] = static_cast<char*>(params_[owner]) + b.view_offset;
-    dst = params_[i];
-  } else {
-    dst = device_ptr(i);
-  }
+  void* dst = b.role == codegen::BufferRole::Param ? param_storage(i) : device_ptr(i);
   // In place, at the same address: captured graphs stay valid and see the new values.
   if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   set_[i] = true;
+  // Params derived from this one: its TF32 parts, for 3xTF32 GEMMs.
+  for (size_t j = 0; j < plan_.buffers.size(); ++j) {
+    if (plan_.buffers[j].split_of != i) continue;
+    const std::vector<float> parts =
+        codegen::split_tf32x3(std::vector<float>(t.data.begin(), t.data.end()),
+                              t.numel() / std::max<int64_t>(t.row_len(), 1), t.row_len(),
+                              codegen::kTf32x3WeightLoPart);
+    if (!parts.empty())
+      MLPC_CUDA(cudaMemcpy(param_storage(static_cast<int>(j)), parts.data(),
+                           parts.size() * sizeof(float), cudaMemcpyHostToDevice));
+    set_[j] = true;
+  }
   if (b.view_of >= 0) {  // the concat is set once every param it stacks is
     bool all = true;
     for (const codegen::Buffer& other : plan_.buffers)

@@ -51,7 +51,8 @@ class Executor {
   int64_t batch() const { return batch_; }
 
   // Uploads a param (allocated on its first set) or an arena buffer (needs bind_batch first).
-  // The tensor's dtype and dims must match the buffer's type with the batch dim bound.
+  // The tensor's dtype and dims must match the buffer's type with the batch dim bound. Setting a
+  // param also writes the params derived from it (their TF32 parts, Buffer::split_of).
   void set_tensor(const std::string& buffer_name, const HostTensor& t);
 
   // Enqueues one forward on `stream`. Throws mlpc::Error if a param or input was never set.
@@ -91,6 +92,9 @@ class Executor {
   void enqueue_one(Launch& l, cudaStream_t stream);
   void capture(Bound& b);
   void evict_one();
+  // A param's device storage, allocated on first use (a stacked param's: its place in the
+  // concat's allocation).
+  void* param_storage(int buffer_index);
   std::vector<int64_t> bound_dims(int buffer_index) const;
   int buffer_index(const std::string& name) const;
 

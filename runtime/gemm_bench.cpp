@@ -165,7 +165,7 @@ double GemmBench::graph_us(const codegen::Plan& plan,
   ex.bind_batch(rows);
   uint32_t seed = 1;
   for (const codegen::Buffer& b : plan.buffers) {
-    if (b.role != codegen::BufferRole::Input && b.role != codegen::BufferRole::Param) continue;
+    if (!b.uploaded()) continue;
     // Inputs U(-1, 1); params scaled as nn.Linear initializes them, so sums stay in range.
     const int64_t fan_in = b.type.shape.rank() > 1 ? b.type.shape.last() : 1;
     const double scale = b.role == codegen::BufferRole::Input ? 1.0 : 1.0 / std::sqrt(fan_in);

@@ -33,9 +33,9 @@ cublasLtEpilogue_t lt_epilogue(codegen::Epilogue e) {
 bool has_bias(const codegen::GemmStep& s) { return s.epilogue != codegen::Epilogue::None; }
 
 std::string describe(const codegen::GemmStep& s, int64_t rows) {
-  return fmt::format("GEMM {} ({}, rows={}, n={}, k={}, epilogue {}{})", s.name,
-                     ir::dtype_name(s.dtype), rows, s.n, s.k, epilogue_name(s.epilogue),
-                     s.residual >= 0 ? ", residual" : "");
+  return fmt::format("GEMM {} ({}{}, rows={}, n={}, k={}, epilogue {}{})", s.name,
+                     ir::dtype_name(s.dtype), s.tf32x3 ? " as 3xTF32" : "", rows, s.n, s.k,
+                     epilogue_name(s.epilogue), s.residual >= 0 ? ", residual" : "");
 }
 
 void destroy(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
@@ -95,7 +95,7 @@ void GemmLt::set_bias(const codegen::GemmStep& step, Prepared& p, const void* bi
 
 GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) {
   Key key{step.n, step.k, rows, static_cast<int>(step.dtype), static_cast<int>(step.epilogue),
-          step.residual >= 0};
+          step.residual >= 0, step.tf32x3};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   MLPC_ASSERT(step.n > 0 && step.k > 0 && rows > 0, "empty GEMM " + step.name);
 
@@ -104,10 +104,13 @@ GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) 
   // ld n); a residual uses the same layout as D.
   Prepared p;
   const cudaDataType_t type = cuda_type(step.dtype);
-  const auto n = static_cast<uint64_t>(step.n), k = static_cast<uint64_t>(step.k);
+  const auto n = static_cast<uint64_t>(step.n), k = static_cast<uint64_t>(step.stored_k());
   const auto m = static_cast<uint64_t>(rows);
   try {
-    MLPC_CUBLAS(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // A 3xTF32 step's operands are TF32 parts already (codegen/tf32x3.h): TF32 tensor cores
+    // compute its products exactly, and accumulate in fp32.
+    MLPC_CUBLAS(cublasLtMatmulDescCreate(
+        &p.desc, step.tf32x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
     MLPC_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
                                                sizeof(trans_a)));

@@ -80,15 +80,15 @@ const char* epilogue_name(codegen::Epilogue e) {
 }
 
 std::string gemm_tuning_key(const GemmKey& k) {
-  return fmt::format("{}|{}|{}x{}x{}|{}|res{}|cublasLt{}", k.arch, ir::dtype_name(k.dtype),
+  return fmt::format("{}|{}|{}x{}x{}|{}|res{}|cublasLt{}{}", k.arch, ir::dtype_name(k.dtype),
                      k.rows, k.n, k.k, epilogue_name(k.epilogue), k.residual ? 1 : 0,
-                     k.cublaslt_version);
+                     k.cublaslt_version, k.tf32x3 ? "|tf32x3" : "");
 }
 
 std::string gemm_tuning_key(const codegen::GemmStep& step, int64_t rows, const std::string& arch,
                             const std::string& cublaslt_version) {
   return gemm_tuning_key({arch, step.dtype, rows, step.n, step.k, step.epilogue,
-                          step.residual >= 0, cublaslt_version});
+                          step.residual >= 0, cublaslt_version, step.tf32x3});
 }
 
 std::string cublaslt_version() {

@@ -1,0 +1,154 @@
+#include "codegen/tf32x3_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "codegen/pointwise_kernel.h"
+#include "ir/error.h"
+
+namespace mlpc::codegen {
+namespace {
+
+constexpr const char* kSuffix = ".tf32x3";
+
+ir::TensorType tripled(ir::TensorType t) {
+  t.shape.dims.back() *= 3;
+  return t;
+}
+
+int add_buffer(Plan& plan, Buffer b) {
+  plan.buffers.push_back(std::move(b));
+  return static_cast<int>(plan.buffers.size()) - 1;
+}
+
+// How many steps read buffer `b`.
+int readers(const Plan& plan, int b) {
+  int n = 0;
+  for (const Step& s : plan.steps) {
+    std::vector<int> bufs = step_buffers(s);
+    n += static_cast<int>(std::count(bufs.begin(), bufs.end() - 1, b));
+  }
+  return n;
+}
+
+// The index of the elementwise pointwise kernel writing `x`, when it could store x's parts
+// instead: x is an intermediate read by nothing but the one GEMM.
+std::optional<size_t> fusable_producer(const Plan& plan, const ir::Graph& g, int x) {
+  if (plan.buffers[static_cast<size_t>(x)].role != BufferRole::Intermediate ||
+      readers(plan, x) != 1)
+    return std::nullopt;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const auto* k = std::get_if<KernelStep>(&plan.steps[i]);
+    if (!k || k->output != x) continue;
+    const bool elementwise = k->threads_per_row == 0 && k->gemm_k == 0 && !k->gated &&
+                             !k->tf32x3_store;
+    const auto node = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& n) {
+      return n.name == plan.buffers[static_cast<size_t>(x)].name;
+    });
+    if (elementwise && node != g.nodes.end() && node->op == ir::Op::FusedPointwise) return i;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// A kernel name no step of `plan` uses yet.
+std::string unique_kernel_name(const Plan& plan, const std::string& base) {
+  std::set<std::string> used;
+  for (const Step& s : plan.steps) used.insert(std::visit([](const auto& st) { return st.name; }, s));
+  std::string name = base;
+  for (int i = 2; used.count(name); ++i) name = fmt::format("{}_{}", base, i);
+  return name;
+}
+
+// A kernel that only splits x into x3: the pointwise generator over an identity region.
+KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3) {
+  const Buffer& xb = plan.buffers[static_cast<size_t>(x)];
+  auto body = std::make_shared<ir::Graph>();
+  body->name = g.name;
+  body->batch_symbol = g.batch_symbol;
+  body->nodes.push_back({.op = ir::Op::Input, .name = xb.name, .type = xb.type});
+  body->nodes.push_back({.op = ir::Op::Return, .operands = {ir::NodeId{0}}});
+  std::string ident;
+  for (char c : xb.name) ident += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  const ir::Node region{.op = ir::Op::FusedPointwise,
+                        .name = plan.buffers[static_cast<size_t>(x3)].name,
+                        .type = xb.type,
+                        .symbol = unique_kernel_name(plan, "split_tf32x3_" + ident),
+                        .body = body};
+  KernelStep k = generate_pointwise_kernel(g, region, {.tf32x3_store = true});
+  k.ops = {"split_tf32x3"};
+  k.inputs = {x};
+  k.output = x3;
+  k.tf32x3_store = true;
+  return k;
+}
+
+}  // namespace
+
+void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) {
+  if (!decider) return;
+  bool changed = false;
+  std::map<int, int> split_x;  // x -> its split buffer, once a taken rewrite made one
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const auto* gemm = std::get_if<GemmStep>(&plan.steps[i]);
+    if (!gemm || gemm->dtype != ir::DType::F32 || gemm->tf32x3 ||
+        plan.buffers[static_cast<size_t>(gemm->w)].stacked)
+      continue;
+    Plan trial = plan;
+    std::vector<Step> replaced{*gemm}, rewritten;
+    GemmStep split = *gemm;
+    size_t inserted = 0;
+    if (auto it = split_x.find(gemm->x); it != split_x.end()) {
+      split.x = it->second;
+    } else {
+      const Buffer& xb = plan.buffers[static_cast<size_t>(gemm->x)];
+      split.x = add_buffer(trial, {.name = xb.name + kSuffix, .type = tripled(xb.type)});
+      if (auto p = fusable_producer(plan, g, gemm->x)) {
+        auto& old = std::get<KernelStep>(trial.steps[*p]);
+        const ir::Node& node = *std::find_if(g.nodes.begin(), g.nodes.end(),
+                                             [&](const ir::Node& n) { return n.name == xb.name; });
+        KernelStep k = generate_pointwise_kernel(g, node, {.tf32x3_store = true});
+        k.name = old.name;  // unique already
+        k.inputs = old.inputs;
+        k.output = split.x;
+        k.tf32x3_store = true;
+        replaced.insert(replaced.begin(), old);
+        rewritten.push_back(k);
+        old = std::move(k);
+      } else {
+        KernelStep k = split_kernel(trial, g, gemm->x, split.x);
+        rewritten.push_back(k);
+        trial.steps.insert(trial.steps.begin() + static_cast<std::ptrdiff_t>(i), std::move(k));
+        inserted = 1;
+      }
+    }
+    const auto w3 = std::find_if(trial.buffers.begin(), trial.buffers.end(),
+                                 [&](const Buffer& b) { return b.split_of == gemm->w; });
+    if (w3 != trial.buffers.end()) {
+      split.w = static_cast<int>(w3 - trial.buffers.begin());
+    } else {
+      const Buffer& wb = plan.buffers[static_cast<size_t>(gemm->w)];
+      split.w = add_buffer(trial, {.name = wb.name + kSuffix, .type = tripled(wb.type),
+                                   .role = BufferRole::Param, .split_of = gemm->w});
+    }
+    split.tf32x3 = true;
+    rewritten.push_back(split);
+    trial.steps[i + inserted] = split;
+    KernelChoice c = decider(plan, replaced, trial, rewritten);
+    const int x = gemm->x;
+    StepChoice choice{gemm->name, c.use_kernel, std::move(c.why)};
+    if (c.use_kernel) plan = std::move(trial);
+    plan.choices.push_back(std::move(choice));
+    if (!c.use_kernel) continue;
+    split_x[x] = std::get<GemmStep>(plan.steps[i + inserted]).x;
+    i += inserted;
+    changed = true;
+  }
+  if (changed) drop_unused_buffers(plan);
+}
+
+}  // namespace mlpc::codegen

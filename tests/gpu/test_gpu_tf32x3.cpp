@@ -1,0 +1,103 @@
+// 3xTF32 GEMMs (codegen/tf32x3.h, `--fp32-gemms tf32x3`) on the GPU: outputs match the fp64
+// reference within the f32 tolerance at several batch sizes, their error stays at IEEE fp32's
+// level (not TF32's ~2^-11), new weight values reach the split weights a captured graph reads,
+// and a derived param cannot be set by itself.
+#include <catch2/catch.hpp>
+
+#include "compiler/check.h"
+#include "compiler/compile.h"
+#include "compiler/gpu_session.h"
+#include "compiler/samples.h"
+#include "ir/parser.h"
+#include "check_on_gpu.h"
+
+using namespace mlpc;
+
+namespace {
+
+CompiledGraph compiled(const ir::Graph& g, Fp32Gemms mode) {
+  CompileOptions o{.fusion = true, .epilogues = true, .measure_epilogues = false};
+  o.fp32_gemms = mode;
+  CompiledGraph c = compile(g, o);
+  bool split = false;
+  for (const codegen::Step& s : c.plan.steps)
+    if (auto* gm = std::get_if<codegen::GemmStep>(&s)) split |= gm->tf32x3;
+  REQUIRE(split == (mode == Fp32Gemms::Tf32x3));
+  return c;
+}
+
+// Two GEMMs of one input (one split kernel), a value read by a GEMM and an add, ragged K.
+constexpr const char* kShared = R"(func @shared(%x: f32[M, 60]) -> f32[M, 36] {
+  %wa = param f32[36, 60]
+  %wb = param f32[36, 60]
+  %a = matmul %x, %wa : f32[M, 36]
+  %b = matmul %x, %wb : f32[M, 36]
+  %h = gelu %a : f32[M, 36]
+  %s = add %h, %b : f32[M, 36]
+  %wc = param f32[36, 36]
+  %y = matmul %s, %wc : f32[M, 36]
+  %z = add %y, %s : f32[M, 36]
+  return %z
+})";
+
+}  // namespace
+
+TEST_CASE("3xTF32 GEMMs match the reference", "[gpu][tf32x3]") {
+  const ir::Graph shared = ir::parse(kShared, "shared.mlp");
+  for (const ir::Graph* g : {&shared}) {
+    const CompiledGraph c = compiled(*g, Fp32Gemms::Tf32x3);
+    for (int64_t batch : {1, 37, 300}) {
+      INFO(g->name << " batch " << batch);
+      testing::check_on_gpu(*g, c, batch, 5);
+    }
+  }
+  const ir::Graph mlp3 = make_sample("mlp3");
+  const CompiledGraph c = compiled(mlp3, Fp32Gemms::Tf32x3);
+  for (int64_t batch : {1, 300}) {
+    INFO("mlp3 batch " << batch);
+    testing::check_on_gpu(mlp3, c, batch, 5);
+  }
+}
+
+TEST_CASE("3xTF32 error stays at IEEE fp32's level", "[gpu][tf32x3]") {
+  const ir::Graph g = make_sample("mlp3");
+  const int64_t batch = 256;
+  const Values values = random_values(g, batch, 21);
+  const std::vector<int64_t> rows = sample_rows(batch);
+  const auto reference = reference_on_rows(g, values, rows);
+  const Check ieee = compare_rows(g, run_on_gpu(compiled(g, Fp32Gemms::Ieee), values, batch), rows,
+                                  reference);
+  const Check split = compare_rows(g, run_on_gpu(compiled(g, Fp32Gemms::Tf32x3), values, batch),
+                                   rows, reference);
+  WARN("mlp3 max |error| vs the fp64 reference: IEEE fp32 " << ieee.max_abs_err << ", 3xTF32 "
+                                                            << split.max_abs_err);
+  CHECK(ieee.ok);
+  CHECK(split.ok);
+  // One TF32 product would be ~2^-11 relative: hundreds of times IEEE's error. Three stay close.
+  CHECK(split.max_abs_err <= 8 * ieee.max_abs_err);
+}
+
+TEST_CASE("3xTF32: new weights reach the split weights, derived params are not set directly",
+          "[gpu][tf32x3]") {
+  const ir::Graph g = ir::parse(kShared, "shared.mlp");
+  const CompiledGraph c = compiled(g, Fp32Gemms::Tf32x3);
+  const int64_t batch = 40;
+  runtime::Executor ex(c.plan, c.cubins);
+  Values values = random_values(g, batch, 1);
+  bind_inputs_and_params(ex, c.plan, values, batch);
+  ex.run();
+  ex.run();  // the graph is captured: later runs replay it
+  REQUIRE(ex.uses_cuda_graph());
+  const Values other = random_values(g, batch, 2);
+  for (const char* w : {"wa", "wb", "wc"}) {
+    values[w] = other.at(w);
+    ex.set_tensor(w, values[w]);
+  }
+  ex.run();
+  const std::vector<int64_t> rows = sample_rows(batch);
+  const Check check = compare_rows(g, ex.outputs(), rows, reference_on_rows(g, values, rows));
+  INFO("max_abs_err " << check.max_abs_err);
+  CHECK(check.ok);
+  CHECK_THROWS_WITH(ex.set_tensor("wa.tf32x3", values.at("wa")),
+                    Catch::Contains("holds the TF32 parts of wa: set wa instead"));
+}
