@@ -89,6 +89,13 @@ KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3) {
 
 }  // namespace
 
+bool has_tf32x3_gemm(const Plan& plan) {
+  return std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) {
+    const auto* g = std::get_if<GemmStep>(&s);
+    return g && g->tf32x3;
+  });
+}
+
 void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) {
   if (!decider) return;
   bool changed = false;

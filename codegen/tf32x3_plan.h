@@ -15,4 +15,7 @@ namespace mlpc::codegen {
 // `g` is the graph `plan` was built from. Records each decision in plan.choices.
 void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider);
 
+// Whether some GEMM of `plan` runs as 3xTF32 (its results then have 3xTF32's tolerance).
+bool has_tf32x3_gemm(const Plan& plan);
+
 }  // namespace mlpc::codegen

@@ -48,7 +48,7 @@ std::vector<runtime::HostTensor> reference_on_rows(const ir::Graph& g, const Val
   return runtime::reference_forward(g, sliced);
 }
 
-runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype) {
+runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype, bool tf32x3) {
   int64_t max_k = 0;
   std::vector<int> depth(g.size(), 0);  // ops on the longest path from an input
   int max_depth = 1;
@@ -66,17 +66,17 @@ runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype) {
     depth[g.id_of(n).index] = d + 1;
     max_depth = std::max(max_depth, d + 1);
   }
-  return runtime::tolerance_for(dtype, max_k, max_depth);
+  return runtime::tolerance_for(dtype, max_k, max_depth, tf32x3);
 }
 
 Check compare_rows(const ir::Graph& g, const std::vector<runtime::HostTensor>& got,
                    const std::vector<int64_t>& rows,
-                   const std::vector<runtime::HostTensor>& reference) {
+                   const std::vector<runtime::HostTensor>& reference, bool tf32x3) {
   Check c;
   c.rows = rows;
   for (size_t i = 0; i < got.size() && i < reference.size(); ++i) {
     runtime::Comparison r = runtime::compare(runtime::take_rows(got[i], rows), reference[i],
-                                             graph_tolerance(g, got[i].dtype));
+                                             graph_tolerance(g, got[i].dtype, tf32x3));
     c.max_abs_err = std::max(c.max_abs_err, r.max_abs_err);
     c.worst_ratio = std::max(c.worst_ratio, r.worst_ratio);
     c.ok = c.ok && r.ok;

@@ -35,12 +35,13 @@ struct Check {
 // The reference on `rows` of `values`' inputs; outputs of the reference, no comparison.
 std::vector<runtime::HostTensor> reference_on_rows(const ir::Graph& g, const Values& values,
                                                    const std::vector<int64_t>& rows);
-// Compares `got` (full-batch outputs) on `rows` with `reference`, with the graph's tolerance.
+// Compares `got` (full-batch outputs) on `rows` with `reference`, with the graph's tolerance;
+// `tf32x3`: the plan that computed `got` ran f32 GEMMs as 3xTF32 (codegen/tf32x3.h).
 Check compare_rows(const ir::Graph& g, const std::vector<runtime::HostTensor>& got,
                    const std::vector<int64_t>& rows,
-                   const std::vector<runtime::HostTensor>& reference);
+                   const std::vector<runtime::HostTensor>& reference, bool tf32x3 = false);
 
 // The tolerance for `g`'s outputs: its dtype and its longest GEMM reduction.
-runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype);
+runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype, bool tf32x3 = false);
 
 }  // namespace mlpc

@@ -37,8 +37,8 @@ struct CompileOptions {
   // measured faster on this GPU at `decide_rows` rows; recorded in Plan::choices.
   GatedGemms gated_gemms = GatedGemms::Off;
   // f32 GEMMs: IEEE fp32 (CUDA cores, what PyTorch runs with TF32 off), 3xTF32 (TF32 tensor
-  // cores, fp32-level accuracy: codegen/tf32x3.h), or 3xTF32 where measured faster on this GPU
-  // at `decide_rows` rows; recorded in Plan::choices.
+  // cores, close to fp32 accuracy: codegen/tf32x3.h), or 3xTF32 where measured faster on this GPU
+  // at `decide_rows` rows; recorded in Plan::choices. Ieee unless asked: results change.
   Fp32Gemms fp32_gemms = Fp32Gemms::Ieee;
 };
 

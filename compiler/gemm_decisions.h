@@ -83,9 +83,9 @@ codegen::KernelChoice decide_gated_gemm(double gated_us, double apart_us, int64_
 codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, const std::string& arch,
                                              bool use_cache = true);
 
-// f32 GEMMs as three TF32 tensor-core products (codegen/tf32x3.h: fp32-level accuracy, the
-// lo.lo term of ~2^-22 dropped) replace IEEE fp32 GEMMs (CUDA cores) when their time inside a
-// CUDA graph, splitting x included, is at least this much lower.
+// With --fp32-gemms auto, f32 GEMMs as three TF32 tensor-core products (codegen/tf32x3.h: close
+// to fp32 accuracy, not equal to it) replace IEEE fp32 GEMMs (CUDA cores) when their time inside
+// a CUDA graph, splitting x included, is at least this much lower.
 inline constexpr double kTf32x3MinGain = 0.02;
 inline constexpr int kTf32x3Repeats = 2;
 

@@ -5,8 +5,10 @@
 
 namespace mlpc::runtime {
 
-Tolerance tolerance_for(ir::DType dtype, int64_t max_k, int depth) {
-  const double accumulate = 4.0 * std::sqrt(static_cast<double>(max_k)) * 0x1.0p-24;
+Tolerance tolerance_for(ir::DType dtype, int64_t max_k, int depth, bool tf32x3) {
+  const double accumulate = tf32x3 && dtype == ir::DType::F32
+                                ? 4.0 * std::sqrt(3.0 * static_cast<double>(max_k)) * 0x1.0p-21
+                                : 4.0 * std::sqrt(static_cast<double>(max_k)) * 0x1.0p-24;
   auto make = [&](double torch_rtol, double u) {
     return Tolerance{std::max(torch_rtol, depth * u), 8 * u + accumulate};
   };

@@ -11,6 +11,8 @@
 #include <random>
 
 #include "codegen/tf32x3.h"
+#include "codegen/tf32x3_plan.h"
+#include "runtime/tolerance.h"
 #include "compiler/compile.h"
 #include "compiler/report.h"
 #include "compiler/samples.h"
@@ -207,4 +209,17 @@ TEST_CASE("3xTF32 kernels compile with NVRTC, vector and scalar stores", "[tf32x
   const CompiledGraph c = compile(make_sample("mlp3"), o);
   CHECK(c.cubins.size() == 3);
   CHECK(c.cache_misses == 3);
+}
+
+TEST_CASE("3xTF32 results are checked with their own, wider f32 floor", "[tf32x3]") {
+  const runtime::Tolerance ieee = runtime::tolerance_for(ir::DType::F32, 4096, 5);
+  const runtime::Tolerance split = runtime::tolerance_for(ir::DType::F32, 4096, 5, true);
+  CHECK(split.rtol == ieee.rtol);
+  CHECK(split.floor > 8 * ieee.floor);
+  CHECK(split.floor < 16 * ieee.floor);
+  // Only f32 GEMMs are split: a bf16 graph's tolerance does not move.
+  CHECK(runtime::tolerance_for(ir::DType::BF16, 4096, 5, true).floor ==
+        runtime::tolerance_for(ir::DType::BF16, 4096, 5).floor);
+  CHECK(codegen::has_tf32x3_gemm(compile(make_sample("mlp3"), tf32_options(Fp32Gemms::Tf32x3)).plan));
+  CHECK_FALSE(codegen::has_tf32x3_gemm(compile(make_sample("mlp3"), tf32_options(Fp32Gemms::Ieee)).plan));
 }

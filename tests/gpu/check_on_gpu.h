@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "codegen/tf32x3_plan.h"
 #include "compiler/check.h"
 #include "compiler/compile.h"
 #include "compiler/gpu_session.h"
@@ -15,7 +16,8 @@ namespace mlpc::testing {
 inline void check_rows_on_gpu(const ir::Graph& g, const CompiledGraph& c, const Values& values,
                               int64_t batch, const std::vector<int64_t>& rows,
                               const std::vector<runtime::HostTensor>& reference) {
-  Check check = compare_rows(g, run_on_gpu(c, values, batch), rows, reference);
+  Check check = compare_rows(g, run_on_gpu(c, values, batch), rows, reference,
+                             codegen::has_tf32x3_gemm(c.plan));
   INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
   CHECK(check.ok);
 }

@@ -1,7 +1,7 @@
 // 3xTF32 GEMMs (codegen/tf32x3.h, `--fp32-gemms tf32x3`) on the GPU: outputs match the fp64
-// reference within the f32 tolerance at several batch sizes, their error stays at IEEE fp32's
-// level (not TF32's ~2^-11), new weight values reach the split weights a captured graph reads,
-// and a derived param cannot be set by itself.
+// reference within 3xTF32's tolerance at several batch sizes, their error stays within a small
+// factor of IEEE fp32's (one TF32 product's is hundreds of times larger), new weight values
+// reach the split weights a captured graph reads, and a derived param cannot be set by itself.
 #include <catch2/catch.hpp>
 
 #include "compiler/check.h"
@@ -59,7 +59,7 @@ TEST_CASE("3xTF32 GEMMs match the reference", "[gpu][tf32x3]") {
   }
 }
 
-TEST_CASE("3xTF32 error stays at IEEE fp32's level", "[gpu][tf32x3]") {
+TEST_CASE("3xTF32 error stays within a small factor of IEEE fp32's", "[gpu][tf32x3]") {
   const ir::Graph g = make_sample("mlp3");
   const int64_t batch = 256;
   const Values values = random_values(g, batch, 21);
@@ -68,13 +68,14 @@ TEST_CASE("3xTF32 error stays at IEEE fp32's level", "[gpu][tf32x3]") {
   const Check ieee = compare_rows(g, run_on_gpu(compiled(g, Fp32Gemms::Ieee), values, batch), rows,
                                   reference);
   const Check split = compare_rows(g, run_on_gpu(compiled(g, Fp32Gemms::Tf32x3), values, batch),
-                                   rows, reference);
+                                   rows, reference, true);
   WARN("mlp3 max |error| vs the fp64 reference: IEEE fp32 " << ieee.max_abs_err << ", 3xTF32 "
                                                             << split.max_abs_err);
   CHECK(ieee.ok);
   CHECK(split.ok);
-  // One TF32 product would be ~2^-11 relative: hundreds of times IEEE's error. Three stay close.
-  CHECK(split.max_abs_err <= 8 * ieee.max_abs_err);
+  // One TF32 product would be ~2^-11 relative: hundreds of times IEEE's error. Three stay close
+  // (7.5x at 8192 rows on the H200).
+  CHECK(split.max_abs_err <= 16 * ieee.max_abs_err);
 }
 
 TEST_CASE("3xTF32: new weights reach the split weights, derived params are not set directly",
@@ -95,7 +96,7 @@ TEST_CASE("3xTF32: new weights reach the split weights, derived params are not s
   }
   ex.run();
   const std::vector<int64_t> rows = sample_rows(batch);
-  const Check check = compare_rows(g, ex.outputs(), rows, reference_on_rows(g, values, rows));
+  const Check check = compare_rows(g, ex.outputs(), rows, reference_on_rows(g, values, rows), true);
   INFO("max_abs_err " << check.max_abs_err);
   CHECK(check.ok);
   CHECK_THROWS_WITH(ex.set_tensor("wa.tf32x3", values.at("wa")),
