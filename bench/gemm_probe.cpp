@@ -5,7 +5,8 @@
 //
 // Build (no CMake target: a measurement tool, not part of mlpc):
 //   nvcc -O2 -std=c++17 bench/gemm_probe.cpp -lcublasLt -o stage/bin/gemm_probe
-// Usage: gemm_probe [--exhaustive] [M,N,K ...]   (default: the article's and Llama-8B's GeGLU GEMMs)
+// Usage: gemm_probe [--exhaustive] [--f32] [M,N,K ...]   (default: the article's and Llama-8B's
+// GeGLU GEMMs; --f32: f32 operands, IEEE fp32 compute, as mlpc's f32 GEMMs)
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -40,15 +41,25 @@ namespace {
 constexpr size_t kWorkspace = size_t{32} << 20;
 constexpr int kMaxCandidates = 32;
 
+// The operands' type: bf16, or f32 with --f32.
+cudaDataType_t g_type = CUDA_R_16BF;
+size_t g_size = 2;
+
 struct Shape {
   long m, n, k;
 };
 
-void fill(__nv_bfloat16* d, size_t count, float scale, bool zeros) {
-  std::vector<__nv_bfloat16> h(count);
+void fill(void* d, size_t count, float scale, bool zeros) {
+  std::vector<float> f(count);
   std::mt19937 rng(42);
   std::uniform_real_distribution<float> u(-scale, scale);
-  for (auto& v : h) v = __float2bfloat16(zeros ? 0.0f : u(rng));
+  for (auto& v : f) v = zeros ? 0.0f : u(rng);
+  if (g_type == CUDA_R_32F) {
+    CHECK_CUDA(cudaMemcpy(d, f.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+    return;
+  }
+  std::vector<__nv_bfloat16> h(count);
+  for (size_t i = 0; i < count; ++i) h[i] = __float2bfloat16(f[i]);
   CHECK_CUDA(cudaMemcpy(d, h.data(), count * sizeof(h[0]), cudaMemcpyHostToDevice));
 }
 
@@ -60,10 +71,10 @@ int attr_int(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t
 }
 
 void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exhaustive) {
-  __nv_bfloat16 *x, *w, *y;
-  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&x), s.m * s.k * 2));
-  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&w), s.n * s.k * 2));
-  CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&y), s.m * s.n * 2));
+  void *x, *w, *y;
+  CHECK_CUDA(cudaMalloc(&x, s.m * s.k * g_size));
+  CHECK_CUDA(cudaMalloc(&w, s.n * s.k * g_size));
+  CHECK_CUDA(cudaMalloc(&y, s.m * s.n * g_size));
 
   cublasLtMatmulDesc_t desc;
   CHECK_LT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -71,9 +82,9 @@ void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exha
   CHECK_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   CHECK_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   cublasLtMatrixLayout_t a, b, c;
-  CHECK_LT(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, s.k, s.n, s.k));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, s.k, s.m, s.k));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&c, CUDA_R_16BF, s.n, s.m, s.n));
+  CHECK_LT(cublasLtMatrixLayoutCreate(&a, g_type, s.k, s.n, s.k));
+  CHECK_LT(cublasLtMatrixLayoutCreate(&b, g_type, s.k, s.m, s.k));
+  CHECK_LT(cublasLtMatrixLayoutCreate(&c, g_type, s.n, s.m, s.n));
   cublasLtMatmulPreference_t pref;
   CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
   uint64_t wsb = kWorkspace;
@@ -137,14 +148,14 @@ void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exha
     fill(x, s.m * s.k, 1.0f, false);
     fill(w, s.n * s.k, 1.0f / std::sqrt(static_cast<float>(s.k)), false);
     int ids[64], nids = 0;
-    CHECK_LT(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF,
-                                      CUDA_R_16BF, CUDA_R_16BF, 64, ids, &nids));
+    CHECK_LT(cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, g_type, g_type,
+                                      g_type, g_type, 64, ids, &nids));
     std::vector<std::pair<double, std::string>> all;
     int checked = 0;
     for (int ai = 0; ai < nids; ++ai) {
       cublasLtMatmulAlgo_t base;
-      if (cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF,
-                                 CUDA_R_16BF, CUDA_R_16BF, ids[ai], &base) != CUBLAS_STATUS_SUCCESS)
+      if (cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, g_type, g_type,
+                                 g_type, g_type, ids[ai], &base) != CUBLAS_STATUS_SUCCESS)
         continue;
       auto cap_list = [&](cublasLtMatmulAlgoCapAttributes_t attr) {
         size_t bytes = 0;
@@ -212,6 +223,7 @@ int main(int argc, char** argv) {
   bool exhaustive = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--exhaustive") exhaustive = true;
+    if (std::string(argv[i]) == "--f32") g_type = CUDA_R_32F, g_size = 4;
     Shape s{};
     if (std::sscanf(argv[i], "%ld,%ld,%ld", &s.m, &s.n, &s.k) == 3) shapes.push_back(s);
   }

@@ -25,7 +25,8 @@ limit=${MLPC_SANITIZE_TIMEOUT:-900}
 # name|command (words split on spaces). Between them every kind of generated kernel runs:
 # pointwise (geglu, mlp3_small -O0), row reductions with warp and block (shared-memory) combines
 # (ffn's RMSNorm, classifier's softmax over 1000, a softmax over 4096), small-GEMM kernels, gated
-# GEMM kernels (TMA, mbarriers, WGMMA; gate and up merged and apart).
+# GEMM kernels (TMA, mbarriers, WGMMA; gate and up merged and apart), kernels storing TF32 parts
+# (3xTF32: a split kernel and GELU kernels that store the parts).
 runs=(
   "run_geglu_O1|$bin/mlpc run --sample geglu --batch 64"
   "run_mlp3_small_O0|$bin/mlpc run --sample mlp3_small --batch 33 -O0 --no-cuda-graph"
@@ -38,6 +39,7 @@ runs=(
   "run_softmax_4096|$bin/mlpc run bench/rows_4096/softmax_4096.mlp --batch 5"
   "run_gated_geglu|$bin/mlpc run --sample geglu --batch 300 -O2 --merge-gemms on --gated-gemms on"
   "run_gated_swiglu|$bin/mlpc run --sample ffn_swiglu --batch 130 -O2 --merge-gemms off --gated-gemms on"
+  "run_mlp3_tf32x3|$bin/mlpc run --sample mlp3 --batch 20 -O2 --fp32-gemms tf32x3"
 )
 # The short runs under both tools first, then the GPU tests (the longest) under each.
 jobs=()
