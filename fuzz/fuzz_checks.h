@@ -102,6 +102,11 @@ inline void check_pipeline(std::string_view text) {
                                              const std::vector<codegen::Step>&) {
                       return codegen::KernelChoice{true, "fuzz: every gated GEMM"};
                     }}));
+      plans.push_back(codegen::build_plan(
+          r.graph, {.tf32x3_decider = [](const codegen::Plan&, const std::vector<codegen::Step>&,
+                                         const codegen::Plan&, const std::vector<codegen::Step>&) {
+                      return codegen::KernelChoice{true, "fuzz: every f32 GEMM as 3xTF32"};
+                    }}));
     } catch (const Error& e) {
       broken(std::string("a verified graph failed in the passes or codegen: ") + e.what());
     }
@@ -119,7 +124,7 @@ inline void check_pipeline(std::string_view text) {
       }
     }
     // Every buffer index is valid and every intermediate is written before it is read (gated
-    // GEMMs remove steps and renumber buffers).
+    // GEMMs and 3xTF32 rewrites remove steps and renumber buffers).
     for (const codegen::Plan& plan : plans) {
       const int nb = static_cast<int>(plan.buffers.size());
       std::vector<bool> written(plan.buffers.size(), false);
@@ -136,6 +141,16 @@ inline void check_pipeline(std::string_view text) {
         const std::vector<int> bufs = codegen::step_buffers(s);
         for (size_t i = 0; i + 1 < bufs.size(); ++i) read(bufs[i]);
         write(bufs.back());
+      }
+      // A derived param (3xTF32 parts) names a param [n, k] and is [n, 3k] itself.
+      for (const codegen::Buffer& b : plan.buffers) {
+        if (b.split_of < 0) continue;
+        if (b.split_of >= nb || plan.buffers[b.split_of].role != codegen::BufferRole::Param)
+          broken("a split param names a buffer that is not a param: " + b.name);
+        std::vector<int64_t> dims = plan.buffers[b.split_of].type.shape.dims;
+        if (!dims.empty()) dims.back() *= 3;
+        if (b.role != codegen::BufferRole::Param || b.type.shape.dims != dims)
+          broken("a split param is not its source's [n, 3k]: " + b.name);
       }
     }
     // The smallest batch and the largest one the CLI takes (--batch <= 2^24).
