@@ -127,6 +127,7 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
     k.ops.emplace_back(ir::op_name(n.op));
     k.ir_nodes.push_back(n.name);
   }
+  if (k.ops.empty()) src += "//   no op: the value itself\n";  // a split kernel (codegen/tf32x3_plan)
   src += fmt::format("// Reads {}; writes %{} {}{}.\n", fmt::join(reads, ", "), fused.name,
                      space_str, split ? " as its three TF32 parts [lo | hi | hi] per row" : "");
   src += cuda_includes();

@@ -13,7 +13,9 @@
 // results differ from IEEE fp32's by a few times IEEE's own error (mlp3 on the H200: 5.6e-6 vs
 // 7.6e-7 max abs error against fp64), where one TF32 product (PyTorch's "high" matmul precision
 // on Hopper) is ~2^-11 relative. That is why it is asked for (--fp32-gemms), never a default,
-// and checked with its own tolerance (runtime/tolerance.h).
+// and checked with its own tolerance (runtime/tolerance.h). The excess is the tensor cores'
+// accumulation over long K, not the split (bench/tf32x3_accuracy.py: a lo.lo term changes
+// nothing; summing K-chunks outside the tensor cores brings it below IEEE's).
 #pragma once
 
 #include <cstdint>
