@@ -101,11 +101,11 @@ struct LaunchDims {
 LaunchDims launch_dims(const KernelStep& k, int64_t numel);
 
 // A choice made while building the plan, with its measured reason: whether a GEMM runs as a
-// generated kernel (codegen/plan_builder.h's SmallGemmDecider), or two GEMMs and their gating
-// kernel as one gated GEMM (GatedGemmDecider).
+// generated kernel (codegen/plan_builder.h's SmallGemmDecider), two GEMMs and their gating
+// kernel as one gated GEMM (GatedGemmDecider), or an f32 GEMM as 3xTF32 (Tf32x3Decider).
 struct StepChoice {
   std::string step;   // the step's name, e.g. "gemm_h1"
-  bool taken = false; // the generated kernel was chosen
+  bool taken = false; // the generated kernel (or 3xTF32) was chosen over the plain GEMM
   std::string why;
 };
 

@@ -102,7 +102,8 @@ nlohmann::json plan_json(const CompiledGraph& c, int64_t batch) {
                       {"reason", d.reason}});
   nlohmann::json choices = nlohmann::json::array();
   for (const codegen::StepChoice& ch : p.choices)
-    choices.push_back({{"step", ch.step}, {"generated_kernel", ch.taken}, {"why", ch.why}});
+    // taken: the generated kernel (small, gated GEMM) or 3xTF32 was chosen over the plain GEMM.
+    choices.push_back({{"step", ch.step}, {"taken", ch.taken}, {"why", ch.why}});
   return {{"graph", p.graph_name},    {"batch", batch},     {"arch", c.arch},
           {"launches", p.launches()}, {"kernels", kernels}, {"buffers", buffers},
           {"passes", passes},         {"fusion", fusion},   {"gemm_choices", choices},
