@@ -117,6 +117,20 @@ TEST_CASE("3xTF32: mlp3's GEMMs read split buffers, the GELU kernels write them"
   CHECK(p.choices.back().why == "3xTF32 (--fp32-gemms tf32x3)");
 }
 
+TEST_CASE("3xTF32: mlp3's plan (golden)", "[tf32x3]") {
+  // Bytes: the split kernel reads x and writes its three parts; each GELU kernel reads fc and
+  // writes h's three parts; each GEMM reads x3 and w3 (3K wide) and writes y.
+  const CompiledGraph c = compile(make_sample("mlp3"), tf32_options(Fp32Gemms::Tf32x3));
+  CHECK(plan_text(c, 8192) ==
+        "plan for @mlp3 at batch 8192: 6 launches\n"
+        "   0. pointwise split_tf32x3_x                   split_tf32x3                134.22 MB\n"
+        "   1. gemm      gemm_fc1                         matmul_bias+tf32x3          285.23 MB  68.72 GFLOP\n"
+        "   2. pointwise mlpc_gelu_0                      gelu                        536.87 MB\n"
+        "   3. gemm      gemm_fc2                         matmul_bias+tf32x3          738.21 MB  274.88 GFLOP\n"
+        "   4. pointwise mlpc_gelu_1                      gelu                        536.87 MB\n"
+        "   5. gemm      gemm_fc3                         matmul_bias+tf32x3          486.54 MB  68.72 GFLOP\n");
+}
+
 TEST_CASE("3xTF32: GEMMs of one input share one split kernel, other reads keep the value",
           "[tf32x3]") {
   const ir::Graph g = ir::parse(R"(func @two(%x: f32[M, 64]) -> f32[M, 32] {
