@@ -1,6 +1,8 @@
 #include "codegen/cuda_ops.h"
 
 #include <fmt/format.h>
+
+#include <cctype>
 #include <fmt/ranges.h>
 
 #include "ir/error.h"
@@ -16,6 +18,13 @@ std::string float_literal(double v) {
 }
 
 }  // namespace
+
+std::string c_identifier_chars(std::string_view name) {
+  std::string s(name);
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
 
 std::string_view cuda_type(ir::DType t) {
   switch (t) {

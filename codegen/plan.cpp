@@ -1,5 +1,7 @@
 #include "codegen/plan.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace mlpc::codegen {
@@ -23,6 +25,12 @@ std::vector<int> step_buffers(const Step& s) {
   std::vector<int> out = k.inputs;
   out.push_back(k.output);
   return out;
+}
+
+std::string take_unique_name(std::set<std::string>& taken, const std::string& base) {
+  std::string name = base;
+  for (int i = 2; !taken.insert(name).second; ++i) name = fmt::format("{}_{}", base, i);
+  return name;
 }
 
 void drop_unused_buffers(Plan& plan) {

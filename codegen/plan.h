@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -118,6 +119,10 @@ struct Plan {
   std::vector<StepChoice> choices;
   int launches() const { return static_cast<int>(steps.size()); }
 };
+
+// `base`, or the first of base_2, base_3, ... not in `taken`; it joins `taken`. Two values can
+// map to one identifier ("a.b" and "a_b"): kernel symbols are made unique with this.
+std::string take_unique_name(std::set<std::string>& taken, const std::string& base);
 
 // Drops the intermediate buffers no step reads or writes, renumbering the rest.
 void drop_unused_buffers(Plan& plan);

@@ -86,10 +86,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
           if (!c.use_kernel) kernel.reset();
         }
         if (kernel) {
-          // Two values can map to one identifier ("a.b" and "a_b"): a kernel symbol is unique.
-          const std::string base = kernel->name;
-          for (int i = 2; !kernel_names.insert(kernel->name).second; ++i)
-            kernel->name = fmt::format("{}_{}", base, i);
+          kernel->name = take_unique_name(kernel_names, kernel->name);
           plan.steps.push_back(std::move(*kernel));
         } else {
           plan.steps.push_back(std::move(s));

@@ -14,11 +14,7 @@ namespace mlpc::codegen {
 namespace {
 
 // A C identifier for an IR value: names may hold '.' or start with a digit.
-std::string var(const std::string& ir_name) {
-  std::string s = "v_";
-  for (char c : ir_name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return s;
-}
+std::string var(const std::string& ir_name) { return "v_" + c_identifier_chars(ir_name); }
 
 std::string describe(const ir::Graph& body, const ir::Node& n) {
   std::string s = fmt::format("%{} = {}", n.name, ir::op_name(n.op));

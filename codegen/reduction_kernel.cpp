@@ -7,6 +7,7 @@
 #include <set>
 
 #include "codegen/cuda_ops.h"
+#include "codegen/pointwise_kernel.h"
 #include "ir/error.h"
 #include "ir/row_space.h"
 
@@ -15,13 +16,6 @@ namespace {
 
 using ir::Node;
 using ir::NodeId;
-
-// A C identifier for an IR value: names may hold '.' or start with a digit.
-std::string var(const std::string& ir_name) {
-  std::string s = "v_";
-  for (char c : ir_name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return s;
-}
 
 std::string describe(const ir::Graph& body, const Node& n) {
   std::string s = fmt::format("%{} = {}", n.name, ir::op_name(n.op));
@@ -143,24 +137,25 @@ std::string RowKernel::elements(const std::set<uint32_t>& cone) const {
   for (uint32_t i : cone) {
     const Node& n = body_.nodes[i];
     if (n.op == ir::Op::Input) {
-      s += fmt::format("        const float {} = {};\n", var(n.name), load_expr(input_of_[i]));
+      s += fmt::format("        const float {} = {};\n", element_var(n.name),
+                       load_expr(input_of_[i]));
       continue;
     }
     if (stored_[i]) {
-      s += fmt::format("        const float {0} = k_{0}[j][k];\n", var(n.name));
+      s += fmt::format("        const float {0} = k_{0}[j][k];\n", element_var(n.name));
       continue;
     }
     std::vector<std::string> args;
-    for (NodeId o : n.operands) args.push_back(var(body_.node(o).name));
+    for (NodeId o : n.operands) args.push_back(element_var(body_.node(o).name));
     if (n.op == ir::Op::Div && !element(n.operands[1])) {
       // By one value per row (softmax's sum): times its reciprocal, which the compiler takes
       // once per row; an IEEE division per element cost softmax a fifth of its instructions.
-      s += fmt::format("        const float {} = {} * (1.0f / {});\n", var(n.name), args[0],
+      s += fmt::format("        const float {} = {} * (1.0f / {});\n", element_var(n.name), args[0],
                        args[1]);
     } else {
-      s += fmt::format("        const float {} = {};\n", var(n.name), cuda_expr(n, args));
+      s += fmt::format("        const float {} = {};\n", element_var(n.name), cuda_expr(n, args));
     }
-    if (kept_[i]) s += fmt::format("        k_{0}[j][k] = {0};\n", var(n.name));
+    if (kept_[i]) s += fmt::format("        k_{0}[j][k] = {0};\n", element_var(n.name));
   }
   return s;
 }
@@ -312,7 +307,7 @@ KernelStep RowKernel::run() {
         src_ += fmt::format("    const auto* __restrict__ row{0} = in{0};\n", i);
         break;
       case ir::RowRole::PerRow:
-        src_ += fmt::format("    const float {} = mlpc_to_float(in{}[row]);\n", var(name), i);
+        src_ += fmt::format("    const float {} = mlpc_to_float(in{}[row]);\n", element_var(name), i);
         break;
     }
   }
@@ -336,7 +331,7 @@ KernelStep RowKernel::run() {
   for (size_t i = 0; i < kept_.size(); ++i)
     if (kept_[i])
       src_ += fmt::format("    float k_{}[kChunks][kVec];  // kept for a later pass\n",
-                          var(body_.nodes[i].name));
+                          element_var(body_.nodes[i].name));
 
   // Per-row values in program order: each reduction is a pass over the row; the pointwise ops
   // on per-row values follow as soon as their operands are known.
@@ -350,8 +345,8 @@ KernelStep RowKernel::run() {
                                [&](NodeId o) { return done[o.index]; });
       if (!ready) continue;
       std::vector<std::string> args;
-      for (NodeId o : n.operands) args.push_back(var(body_.node(o).name));
-      src_ += fmt::format("    const float {} = {};  // per row\n", var(n.name),
+      for (NodeId o : n.operands) args.push_back(element_var(body_.node(o).name));
+      src_ += fmt::format("    const float {} = {};  // per row\n", element_var(n.name),
                           cuda_expr(n, args));
       done[i] = true;
     }
@@ -368,9 +363,9 @@ KernelStep RowKernel::run() {
     src_ += fmt::format("    float {} = {};\n", acc,
                         is_max ? "__int_as_float(0xff800000);  // -inf" : "0.0f");
     std::string fold = is_max ? fmt::format("        {0} = fmaxf({0}, {1});\n", acc,
-                                            var(body_.node(operand).name))
+                                            element_var(body_.node(operand).name))
                               : fmt::format("        {0} += {1};\n", acc,
-                                            var(body_.node(operand).name));
+                                            element_var(body_.node(operand).name));
     const std::set<uint32_t> pass_cone = cone(operand);
     emit_chunk_loop(pass_cone, fold, "", "");
     for (uint32_t i : pass_cone) stored_[i] = stored_[i] || kept_[i];
@@ -378,7 +373,7 @@ KernelStep RowKernel::run() {
                                               is_max ? "max" : "sum", acc)
                                 : fmt::format("mlpc_warp_{}({})", is_max ? "max" : "sum", acc);
     if (n.op == ir::Op::ReduceMean) combine += " * (1.0f / kRowLen)";
-    src_ += fmt::format("    const float {} = {};\n", var(n.name), combine);
+    src_ += fmt::format("    const float {} = {};\n", element_var(n.name), combine);
     done[body_.id_of(n).index] = true;
     emit_ready_row_values();
   }
@@ -388,11 +383,11 @@ KernelStep RowKernel::run() {
     src_ += fmt::format("    // The output row.\n"
                         "    {}* __restrict__ out_row = out + row * kRowLen;\n",
                         cuda_type(fused_.type.dtype));
-    emit_chunk_loop(cone(out), fmt::format("        y[k] = {};\n", var(body_.node(out).name)),
+    emit_chunk_loop(cone(out), fmt::format("        y[k] = {};\n", element_var(body_.node(out).name)),
                     "      float y[kVec];\n", "      mlpc_store<kVec>(out_row + col, y);\n");
   } else {
     src_ += fmt::format("    if (lane == 0) mlpc_from_float({}, &out[row]);\n",
-                        var(body_.node(out).name));
+                        element_var(body_.node(out).name));
   }
   src_ += "  }\n}\n";
   k.source = std::move(src_);

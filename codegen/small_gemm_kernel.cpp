@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
-
 #include "codegen/cuda_ops.h"
 #include "codegen/reduction_kernel.h"
 #include "ir/dtype.h"
@@ -38,9 +36,7 @@ std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g) {
   KernelStep k;
   // gemm_<value>: the GEMM keeps its name as a kernel, made a C identifier (a value may be called
   // "fc1.mm"); build_plan makes it unique among the plan's kernels.
-  k.name = g.name;
-  for (char& c : k.name)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  k.name = c_identifier_chars(g.name);
   k.inputs = {g.x, g.w};
   if (bias) k.inputs.push_back(g.bias);
   k.output = g.y;

@@ -30,8 +30,11 @@ std::vector<float> split_tf32x3(const std::vector<float>& values, int64_t rows, 
   return out;
 }
 
+// The device helper stores [lo | hi | hi]: the activation layout.
+static_assert(kTf32x3ActivationLoPart == 0);
+
 std::string_view tf32x3_device_helpers() {
-  // Kept in step with tf32_round above and kTf32x3ActivationLoPart (= 0: lo first).
+  // Kept in step with tf32_round above.
   return R"(// v rounded to TF32 (10 mantissa bits; to nearest, ties away; finite stays finite).
 __device__ __forceinline__ float mlpc_tf32(float v) {
   unsigned b = __float_as_uint(v);

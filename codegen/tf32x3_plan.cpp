@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
+#include "codegen/cuda_ops.h"
 #include "codegen/pointwise_kernel.h"
 #include "ir/error.h"
 
@@ -35,33 +37,27 @@ int readers(const Plan& plan, int b) {
   return n;
 }
 
-// The index of the elementwise pointwise kernel writing `x`, when it could store x's parts
-// instead: x is an intermediate read by nothing but the one GEMM.
-std::optional<size_t> fusable_producer(const Plan& plan, const ir::Graph& g, int x) {
-  if (plan.buffers[static_cast<size_t>(x)].role != BufferRole::Intermediate ||
-      readers(plan, x) != 1)
-    return std::nullopt;
+// The elementwise pointwise kernel writing `x` (its step index and its region in `g`), when it
+// could store x's parts instead: x is an intermediate read by nothing but the one GEMM.
+struct Producer {
+  size_t step = 0;
+  const ir::Node* region = nullptr;
+};
+std::optional<Producer> fusable_producer(const Plan& plan, const ir::Graph& g, int x) {
+  const Buffer& xb = plan.buffers[static_cast<size_t>(x)];
+  if (xb.role != BufferRole::Intermediate || readers(plan, x) != 1) return std::nullopt;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const auto* k = std::get_if<KernelStep>(&plan.steps[i]);
     if (!k || k->output != x) continue;
     const bool elementwise = k->threads_per_row == 0 && k->gemm_k == 0 && !k->gated &&
                              !k->tf32x3_store;
-    const auto node = std::find_if(g.nodes.begin(), g.nodes.end(), [&](const ir::Node& n) {
-      return n.name == plan.buffers[static_cast<size_t>(x)].name;
-    });
-    if (elementwise && node != g.nodes.end() && node->op == ir::Op::FusedPointwise) return i;
+    const auto node = std::find_if(g.nodes.begin(), g.nodes.end(),
+                                   [&](const ir::Node& n) { return n.name == xb.name; });
+    if (elementwise && node != g.nodes.end() && node->op == ir::Op::FusedPointwise)
+      return Producer{i, &*node};
     return std::nullopt;
   }
   return std::nullopt;
-}
-
-// A kernel name no step of `plan` uses yet.
-std::string unique_kernel_name(const Plan& plan, const std::string& base) {
-  std::set<std::string> used;
-  for (const Step& s : plan.steps) used.insert(std::visit([](const auto& st) { return st.name; }, s));
-  std::string name = base;
-  for (int i = 2; used.count(name); ++i) name = fmt::format("{}_{}", base, i);
-  return name;
 }
 
 // A kernel that only splits x into x3: the pointwise generator over an identity region.
@@ -72,13 +68,15 @@ KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3) {
   body->batch_symbol = g.batch_symbol;
   body->nodes.push_back({.op = ir::Op::Input, .name = xb.name, .type = xb.type});
   body->nodes.push_back({.op = ir::Op::Return, .operands = {ir::NodeId{0}}});
-  std::string ident;
-  for (char c : xb.name) ident += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  const ir::Node region{.op = ir::Op::FusedPointwise,
-                        .name = plan.buffers[static_cast<size_t>(x3)].name,
-                        .type = xb.type,
-                        .symbol = unique_kernel_name(plan, "split_tf32x3_" + ident),
-                        .body = body};
+  std::set<std::string> symbols;  // the plan's kernel symbols
+  for (const Step& s : plan.steps)
+    symbols.insert(std::visit([](const auto& st) { return st.name; }, s));
+  const ir::Node region{
+      .op = ir::Op::FusedPointwise,
+      .name = plan.buffers[static_cast<size_t>(x3)].name,
+      .type = xb.type,
+      .symbol = take_unique_name(symbols, "split_tf32x3_" + c_identifier_chars(xb.name)),
+      .body = body};
   KernelStep k = generate_pointwise_kernel(g, region, {.tf32x3_store = true});
   k.ops = {"split_tf32x3"};
   k.inputs = {x};
@@ -115,10 +113,8 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
       const Buffer& xb = plan.buffers[static_cast<size_t>(gemm->x)];
       split.x = add_buffer(trial, {.name = xb.name + kSuffix, .type = tripled(xb.type)});
       if (auto p = fusable_producer(plan, g, gemm->x)) {
-        auto& old = std::get<KernelStep>(trial.steps[*p]);
-        const ir::Node& node = *std::find_if(g.nodes.begin(), g.nodes.end(),
-                                             [&](const ir::Node& n) { return n.name == xb.name; });
-        KernelStep k = generate_pointwise_kernel(g, node, {.tf32x3_store = true});
+        auto& old = std::get<KernelStep>(trial.steps[p->step]);
+        KernelStep k = generate_pointwise_kernel(g, *p->region, {.tf32x3_store = true});
         k.name = old.name;  // unique already
         k.inputs = old.inputs;
         k.output = split.x;

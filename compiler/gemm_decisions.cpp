@@ -163,9 +163,8 @@ double steps_us(runtime::GemmBench& b, const codegen::Plan& plan,
   for (const codegen::Step& s : steps) {
     if (auto* g = std::get_if<codegen::GemmStep>(&s))
       key += "|" + runtime::gemm_tuning_key(*g, rows, arch, runtime::cublaslt_version());
-    else
-      key += "|" + compiler_for(std::get<codegen::KernelStep>(s)).key(
-                       std::get<codegen::KernelStep>(s).source);
+    else if (auto* k = std::get_if<codegen::KernelStep>(&s))
+      key += "|" + compiler_for(*k).key(k->source);
   }
   if (auto us = b.cached_us(key)) return *us / repeats;
   std::map<std::string, std::vector<char>> cubins;

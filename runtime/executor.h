@@ -92,8 +92,8 @@ class Executor {
   void enqueue_one(Launch& l, cudaStream_t stream);
   void capture(Bound& b);
   void evict_one();
-  // A param's device storage, allocated on first use (a stacked param's: its place in the
-  // concat's allocation).
+  // A param's device storage, allocated on first use (a param stacked into a concat: its place
+  // in the concat's allocation).
   void* param_storage(int buffer_index);
   std::vector<int64_t> bound_dims(int buffer_index) const;
   int buffer_index(const std::string& name) const;
