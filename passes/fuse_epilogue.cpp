@@ -56,6 +56,9 @@ bool fold_once(ir::Graph& g, FusionReport* report, const EpilogueDecider& decide
     if (users[i].size() != 1 || refused.count(n.name)) continue;
     const Node& consumer = g.node(users[i][0]);
     if (!ir::is_pointwise(consumer.op)) continue;
+    // Two GEMMs added together: the first folds this round (the other becomes its residual);
+    // a consumer absorbs one GEMM.
+    if (fold_into[users[i][0].index] >= 0) continue;
     int other = -1;
     std::string why_not;
     std::optional<Op> op = folded(g, n, consumer, g.id_of(n), &other, &why_not);

@@ -86,6 +86,28 @@ func @f(%x: bf16[M, 64]) -> bf16[M, 64] {
     })"));
 }
 
+TEST_CASE("the sum of two GEMMs: one folds with the other as its residual", "[epilogue]") {
+  // Both products' only user is the add: one round used to fold both into it, dropping the
+  // residual's GEMM (the folded node then named a wrong operand).
+  std::string got = after(R"(
+func @f(%x: f32[M, 32]) -> f32[M, 64] {
+  %w = param f32[64, 32]
+  %v = param f32[64, 32]
+  %a = matmul %x, %w : f32[M, 64]
+  %b = matmul %x, %v : f32[M, 64]
+  %y = add %a, %b : f32[M, 64]
+  return %y
+})", Epilogue{nullptr});
+  CHECK(got == dedent(R"(
+    func @f(%x: f32[M, 32]) -> f32[M, 64] {
+      %w = param f32[64, 32]
+      %v = param f32[64, 32]
+      %b = matmul %x, %v : f32[M, 64]
+      %y = matmul_residual %x, %w, %b : f32[M, 64]
+      return %y
+    })"));
+}
+
 TEST_CASE("a GEMM whose product has two users keeps it", "[epilogue]") {
   const std::string text = dedent(R"(
     func @f(%x: f32[M, 32]) -> (f32[M, 64], f32[M, 64]) {
