@@ -23,9 +23,11 @@ struct Buffer {
   int view_of = -1;
   int64_t view_offset = 0;
   bool stacked = false;  // a concat: filled only through the params that view into it
-  // A param derived from param `split_of` [n, k]: its three TF32 parts as [n, 3k]
-  // (codegen/tf32x3.h), written by the runtime whenever that param is set, never set itself.
+  // A param derived from param `split_of` [n, k]: its three TF32 parts as [n, 3k], chunk by
+  // chunk of split_chunk columns (codegen/tf32x3.h), written by the runtime whenever that param
+  // is set, never set itself.
   int split_of = -1;
+  int64_t split_chunk = 0;
   // Values a caller uploads: inputs and params, but not concats or derived params.
   bool uploaded() const {
     return (role == BufferRole::Input || role == BufferRole::Param) && !stacked && split_of < 0;
@@ -52,7 +54,15 @@ struct GemmStep {
   // An f32 GEMM as three TF32 tensor-core products (codegen/tf32x3.h): x and w are then the
   // [rows, 3k] and [n, 3k] split buffers, k stays the product's own. Off: IEEE fp32 (SGEMM).
   bool tf32x3 = false;
+  // One K-chunk of a 3xTF32 GEMM cut along K (codegen/tf32x3.h): k is the chunk's length, and
+  // x and w are read from stored column k_begin on, in rows of row_stride stored values (0: rows
+  // are stored_k() long, one chunk). `accumulate`: the product is added to what y holds (C = y,
+  // beta = 1; every chunk after the first), so the chunks run in plan order.
+  int64_t k_begin = 0;
+  int64_t row_stride = 0;
+  bool accumulate = false;
   int64_t stored_k() const { return tf32x3 ? 3 * k : k; }
+  int64_t stored_row() const { return row_stride > 0 ? row_stride : stored_k(); }
 };
 
 // One generated kernel. Its signature is
@@ -90,7 +100,7 @@ struct KernelStep {
 using Step = std::variant<GemmStep, KernelStep>;
 
 // Every buffer index a step names: what it reads first (a GEMM's x, w, bias, residual, -1 where
-// it has none; a kernel's inputs), what it writes last. The refs form renumbers them in place.
+// it has none; a kernel's inputs), what it writes last. (An accumulating GEMM also reads y.) The refs form renumbers them in place.
 std::vector<int> step_buffers(const Step& s);
 std::vector<int*> step_buffer_refs(Step& s);
 

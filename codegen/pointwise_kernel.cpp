@@ -98,7 +98,9 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
     if (l.access != Access::Full && k.row_len % vec != 0) vec = 1;
     if (l.access == Access::Strided && (l.ld % vec != 0 || l.offset % vec != 0)) vec = 1;
   }
-  if (split && k.row_len % vec != 0) vec = 1;  // the three parts of a vector share a row
+  const int64_t chunk = options.tf32x3_chunk > 0 ? options.tf32x3_chunk : k.row_len;
+  MLPC_ASSERT(!split || k.row_len % chunk == 0, "TF32 chunk does not divide the row of %" + fused.name);
+  if (split && chunk % vec != 0) vec = 1;  // the three parts of a vector share a chunk
   k.vec = vec;
   const bool any_row = std::any_of(loads.begin(), loads.end(),
                                    [](const Load& l) { return l.access != Access::Full; });
@@ -125,7 +127,10 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
   }
   if (k.ops.empty()) src += "//   no op: the value itself\n";  // a split kernel (codegen/tf32x3_plan)
   src += fmt::format("// Reads {}; writes %{} {}{}.\n", fmt::join(reads, ", "), fused.name,
-                     space_str, split ? " as its three TF32 parts [lo | hi | hi] per row" : "");
+                     space_str,
+                     split ? fmt::format(" as its three TF32 parts [lo | hi | hi] per {}-column "
+                                         "chunk of each row", chunk)
+                           : "");
   src += cuda_includes();
   src += "\n";
   for (ir::DType t : dtypes) src += float_conversions(t);
@@ -146,7 +151,10 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
   // The kernel: a grid-stride loop over the output's n elements.
   src += kernel_signature(k.name, 256, body, ins, fused);
   if (any_row || split) src += fmt::format("  constexpr long long kRowLen = {};\n", k.row_len);
-  if (split) src += "  n /= 3;  // out holds three TF32 parts per element of the space\n";
+  if (split)
+    src += fmt::format("  constexpr long long kChunk = {};  // K-chunk of the split layout\n"
+                       "  n /= 3;  // out holds three TF32 parts per element of the space\n",
+                       chunk);
   auto index = [&](const Load& l, const char* at) {
     switch (l.access) {
       case Access::Full: return std::string(at);
@@ -161,7 +169,7 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
     scalar_args.push_back(fmt::format("mlpc_to_float(in{}[{}])", l.input, index(l, "e")));
   std::string scalar_stmt =
       split ? fmt::format("{{ const float y = {}_element({}); mlpc_store_tf32x3<1>(out, e, kRowLen, "
-                          "&y); }}", k.name, fmt::join(scalar_args, ", "))
+                          "kChunk, &y); }}", k.name, fmt::join(scalar_args, ", "))
             : fmt::format("mlpc_from_float({}_element({}), &out[e]);", k.name,
                           fmt::join(scalar_args, ", "));
   if (vec == 1) {
@@ -185,7 +193,7 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
                        "    for (int j = 0; j < kVec; ++j) y[j] = {}_element({});\n"
                        "    {};\n  }}\n",
                        k.name, fmt::join(lanes, ", "),
-                       split ? "mlpc_store_tf32x3<kVec>(out, i, kRowLen, y)"
+                       split ? "mlpc_store_tf32x3<kVec>(out, i, kRowLen, kChunk, y)"
                              : "mlpc_store<kVec>(out + i, y)");
     src += "  // Scalar tail: the thread that stopped inside the last partial vector.\n";
     src += "  for (long long e = i; e < n; ++e) " + scalar_stmt + "\n}\n";

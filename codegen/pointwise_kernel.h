@@ -16,8 +16,10 @@ std::string element_var(const std::string& ir_name);
 struct PointwiseOptions {
   // Store each f32 result as its three TF32 parts into a [rows, 3 * row_len] buffer
   // (codegen/tf32x3.h): the kernel then feeds a 3xTF32 GEMM directly. Its `n` counts that
-  // buffer's elements, three per element of the space.
+  // buffer's elements, three per element of the space. tf32x3_chunk: the K-chunk of the split
+  // layout (divides the row; 0: the whole row, one chunk).
   bool tf32x3_store = false;
+  int64_t tf32x3_chunk = 0;
 };
 
 // Fills name, source, row_len, vec, ops and ir_nodes of a KernelStep for `fused` in `g`.

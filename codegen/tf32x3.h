@@ -9,13 +9,18 @@
 // (host side, split_tf32x3 below); activations by the kernel that writes them (the device
 // helper below), both rounding the same way: to nearest at TF32's 10 mantissa bits, ties away
 // from zero (PTX cvt.rna's rounding), never rounding a finite value up to infinity.
-// Accuracy: each product keeps ~21 bits and tensor cores accumulate without IEEE rounding, so
-// results differ from IEEE fp32's by a few times IEEE's own error (mlp3 on the H200: 5.6e-6 vs
-// 7.6e-7 max abs error against fp64), where one TF32 product (PyTorch's "high" matmul precision
-// on Hopper) is ~2^-11 relative. That is why it is asked for (--fp32-gemms), never a default,
-// and checked with its own tolerance (runtime/tolerance.h). The excess is the tensor cores'
-// accumulation over long K, not the split (bench/tf32x3_accuracy.py: a lo.lo term changes
-// nothing; summing K-chunks outside the tensor cores brings it below IEEE's).
+// Accuracy: each product keeps ~21 bits, but tensor cores accumulate without IEEE rounding
+// (they truncate), so the error grows with the length of each accumulation chain: one GEMM over
+// K = 4096 is ~3.5x IEEE fp32's error (H200, bench/tf32x3_accuracy.py). Cutting K into chunks of
+// at most kTf32x3MaxChunk, each its own GEMM adding its result to the previous ones' in fp32
+// (cuBLASLt's C = y, beta = 1), brings it below IEEE fp32's: max |err| / rms against fp64 at
+// K = 1024 / 4096 was 7.8e-6 / 7.6e-6 with 512-chunks vs IEEE's 9.8e-6 / 1.7e-5. The layout is
+// then chunk by chunk: x3 = [lo_x0 | hi_x0 | hi_x0 | lo_x1 | hi_x1 | hi_x1 | ...] with x_j the
+// j-th chunk of K, so each chunk's GEMM reads one contiguous column range of x3 and w3.
+// A GEMM that cannot be cut so (K < kTf32x3MinK, or no chunk length divides K) runs in one chunk,
+// less accurate than IEEE: only when asked for (--fp32-gemms tf32x3), checked with its own
+// tolerance (runtime/tolerance.h). One TF32 product (PyTorch's "high" matmul precision on
+// Hopper) is ~2^-11 relative, for comparison.
 #pragma once
 
 #include <cstdint>
@@ -24,20 +29,33 @@
 
 namespace mlpc::codegen {
 
-// Which of the three K-blocks holds the lo part; the other two hold hi.
+// Which of a chunk's three K-blocks holds the lo part; the other two hold hi.
 inline constexpr int kTf32x3ActivationLoPart = 0;
 inline constexpr int kTf32x3WeightLoPart = 1;
 
+// Chunks are at most this long (measured above), at most half of K (at K = 1024 one chunk of
+// 1024 was 1.6x IEEE's error), and multiples of 64: each chunk's columns then start 256-byte
+// aligned in x3 and w3, as cuBLASLt's heuristics assume by default.
+inline constexpr int64_t kTf32x3MaxChunk = 512;
+inline constexpr int64_t kTf32x3ChunkAlign = 64;
+inline constexpr int64_t kTf32x3MinK = 256;  // smallest K measured to beat IEEE when chunked
+
+// The K-chunk that makes a 3xTF32 GEMM of reduction length k at least as accurate as IEEE fp32:
+// the largest multiple of kTf32x3ChunkAlign dividing k, at most min(kTf32x3MaxChunk, k / 2);
+// 0 when there is none or k < kTf32x3MinK.
+int64_t tf32x3_chunk_k(int64_t k);
+
 float tf32_round(float v);
 
-// rows x k values (row-major) -> rows x 3k: each row's three parts, lo in block `lo_part`.
+// rows x k values (row-major) -> rows x 3k: each row's three parts, chunk by chunk of `chunk`
+// columns (which divides k; k itself for one chunk), lo in block `lo_part` of each chunk.
 std::vector<float> split_tf32x3(const std::vector<float>& values, int64_t rows, int64_t k,
-                                int lo_part);
+                                int lo_part, int64_t chunk);
 
-// CUDA source: mlpc_tf32(v) and mlpc_store_tf32x3<N>(out, e, row_len, v), which stores the N
-// consecutive values v of element e (of a [rows, row_len] space; N divides row_len) as their
-// three parts in out = [rows, 3 * row_len], lo in block kTf32x3ActivationLoPart. Needs
-// vector_access()'s mlpc_store.
+// CUDA source: mlpc_tf32(v) and mlpc_store_tf32x3<N>(out, e, row_len, chunk, v), which stores
+// the N consecutive values v of element e (of a [rows, row_len] space; N divides chunk, chunk
+// divides row_len) as their three parts in out = [rows, 3 * row_len], chunk by chunk, lo in
+// block kTf32x3ActivationLoPart. Needs vector_access()'s mlpc_store.
 std::string_view tf32x3_device_helpers();
 
 }  // namespace mlpc::codegen

@@ -10,6 +10,7 @@
 
 #include "codegen/cuda_ops.h"
 #include "codegen/pointwise_kernel.h"
+#include "codegen/tf32x3.h"
 #include "ir/error.h"
 
 namespace mlpc::codegen {
@@ -61,7 +62,7 @@ std::optional<Producer> fusable_producer(const Plan& plan, const ir::Graph& g, i
 }
 
 // A kernel that only splits x into x3: the pointwise generator over an identity region.
-KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3) {
+KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3, int64_t chunk) {
   const Buffer& xb = plan.buffers[static_cast<size_t>(x)];
   auto body = std::make_shared<ir::Graph>();
   body->name = g.name;
@@ -77,7 +78,8 @@ KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3) {
       .type = xb.type,
       .symbol = take_unique_name(symbols, "split_tf32x3_" + c_identifier_chars(xb.name)),
       .body = body};
-  KernelStep k = generate_pointwise_kernel(g, region, {.tf32x3_store = true});
+  KernelStep k =
+      generate_pointwise_kernel(g, region, {.tf32x3_store = true, .tf32x3_chunk = chunk});
   k.ops = {"split_tf32x3"};
   k.inputs = {x};
   k.output = x3;
@@ -85,12 +87,41 @@ KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3) {
   return k;
 }
 
+// `whole` (a 3xTF32 GEMM over split buffers) as one GEMM per K-chunk of `chunk`: the first
+// writes y (adding the residual, if any), each later one adds its product to y, and the last
+// applies the epilogue (bias, activation) to the sum.
+std::vector<GemmStep> chunk_steps(const GemmStep& whole, int64_t chunk) {
+  const int64_t count = whole.k / chunk;
+  if (count <= 1) return {whole};
+  std::vector<GemmStep> out;
+  for (int64_t j = 0; j < count; ++j) {
+    GemmStep c = whole;
+    c.name = fmt::format("{}.k{}", whole.name, j);
+    c.k = chunk;
+    c.k_begin = 3 * chunk * j;
+    c.row_stride = whole.stored_k();
+    c.accumulate = j > 0;
+    if (j > 0) c.residual = -1;
+    if (j + 1 < count) {
+      c.epilogue = Epilogue::None;
+      c.bias = -1;
+      c.op = j == 0 && whole.residual >= 0 ? "matmul_residual" : "matmul";
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
-bool has_tf32x3_gemm(const Plan& plan) {
+bool tf32x3_below_ieee(const GemmStep& step) {
+  return step.tf32x3 && step.k != tf32x3_chunk_k(step.stored_row() / 3);
+}
+
+bool needs_tf32x3_tolerance(const Plan& plan) {
   return std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) {
     const auto* g = std::get_if<GemmStep>(&s);
-    return g && g->tf32x3;
+    return g && tf32x3_below_ieee(*g);
   });
 }
 
@@ -106,15 +137,19 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
     Plan trial = plan;
     std::vector<Step> replaced{*gemm}, rewritten;
     GemmStep split = *gemm;
+    // Chunks as accurate as IEEE fp32 where K allows them, else one chunk (codegen/tf32x3.h).
+    const int64_t chunk = tf32x3_chunk_k(gemm->k) > 0 ? tf32x3_chunk_k(gemm->k) : gemm->k;
     size_t inserted = 0;
     if (auto it = split_x.find(gemm->x); it != split_x.end()) {
       split.x = it->second;
     } else {
       const Buffer& xb = plan.buffers[static_cast<size_t>(gemm->x)];
-      split.x = add_buffer(trial, {.name = xb.name + kSuffix, .type = tripled(xb.type)});
+      split.x = add_buffer(trial, {.name = xb.name + kSuffix, .type = tripled(xb.type),
+                                   .split_chunk = chunk});
       if (auto p = fusable_producer(plan, g, gemm->x)) {
         auto& old = std::get<KernelStep>(trial.steps[p->step]);
-        KernelStep k = generate_pointwise_kernel(g, *p->region, {.tf32x3_store = true});
+        KernelStep k = generate_pointwise_kernel(
+            g, *p->region, {.tf32x3_store = true, .tf32x3_chunk = chunk});
         k.name = old.name;  // unique already
         k.inputs = old.inputs;
         k.output = split.x;
@@ -123,7 +158,7 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
         rewritten.push_back(k);
         old = std::move(k);
       } else {
-        KernelStep k = split_kernel(trial, g, gemm->x, split.x);
+        KernelStep k = split_kernel(trial, g, gemm->x, split.x, chunk);
         rewritten.push_back(k);
         trial.steps.insert(trial.steps.begin() + static_cast<std::ptrdiff_t>(i), std::move(k));
         inserted = 1;
@@ -136,11 +171,15 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
     } else {
       const Buffer& wb = plan.buffers[static_cast<size_t>(gemm->w)];
       split.w = add_buffer(trial, {.name = wb.name + kSuffix, .type = tripled(wb.type),
-                                   .role = BufferRole::Param, .split_of = gemm->w});
+                                   .role = BufferRole::Param, .split_of = gemm->w,
+                                   .split_chunk = chunk});
     }
     split.tf32x3 = true;
-    rewritten.push_back(split);
-    trial.steps[i + inserted] = split;
+    const std::vector<GemmStep> chunks = chunk_steps(split, chunk);
+    rewritten.insert(rewritten.end(), chunks.begin(), chunks.end());
+    const auto at = trial.steps.begin() + static_cast<std::ptrdiff_t>(i + inserted);
+    *at = chunks.front();
+    trial.steps.insert(at + 1, chunks.begin() + 1, chunks.end());
     KernelChoice c = decider(plan, replaced, trial, rewritten);
     const int x = gemm->x;
     StepChoice choice{gemm->name, c.use_kernel, std::move(c.why)};
@@ -148,7 +187,7 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
     plan.choices.push_back(std::move(choice));
     if (!c.use_kernel) continue;
     split_x[x] = std::get<GemmStep>(plan.steps[i + inserted]).x;
-    i += inserted;
+    i += inserted + chunks.size() - 1;
     changed = true;
   }
   if (changed) drop_unused_buffers(plan);

@@ -3,8 +3,10 @@
 // runtime fills when the weight is set) and runs on TF32 tensor cores with fp32 accumulation.
 // x3 is written by the pointwise kernel that computes x when this GEMM is x's only reader (that
 // kernel stores the parts instead of x: no extra pass, no extra launch), and otherwise by a split
-// kernel of its own, shared by every GEMM of the same x. GEMMs that are generated kernels, and
-// GEMMs over a stacked (merged) weight, are left alone.
+// kernel of its own, shared by every GEMM of the same x. Where K allows (codegen/tf32x3.h's
+// tf32x3_chunk_k) the GEMM becomes one GEMM per K-chunk, each adding to y, which makes it at
+// least as accurate as IEEE fp32; else it stays one GEMM, less accurate. GEMMs that are
+// generated kernels, and GEMMs over a stacked (merged) weight, are left alone.
 #pragma once
 
 #include "codegen/plan_builder.h"
@@ -15,7 +17,10 @@ namespace mlpc::codegen {
 // `g` is the graph `plan` was built from. Records each decision in plan.choices.
 void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider);
 
-// Whether some GEMM of `plan` runs as 3xTF32 (its results then have 3xTF32's tolerance).
-bool has_tf32x3_gemm(const Plan& plan);
+// Whether `step` is a 3xTF32 GEMM less accurate than IEEE fp32: not one of the K-chunks of
+// tf32x3_chunk_k (codegen/tf32x3.h).
+bool tf32x3_below_ieee(const GemmStep& step);
+// Whether some GEMM of `plan` is: its results are then checked with 3xTF32's wider tolerance.
+bool needs_tf32x3_tolerance(const Plan& plan);
 
 }  // namespace mlpc::codegen

@@ -36,7 +36,8 @@ struct Check {
 std::vector<runtime::HostTensor> reference_on_rows(const ir::Graph& g, const Values& values,
                                                    const std::vector<int64_t>& rows);
 // Compares `got` (full-batch outputs) on `rows` with `reference`, with the graph's tolerance;
-// `tf32x3`: the plan that computed `got` ran f32 GEMMs as 3xTF32 (codegen/tf32x3.h).
+// `tf32x3`: the plan that computed `got` has a 3xTF32 GEMM less accurate than IEEE fp32
+// (codegen/tf32x3_plan.h: needs_tf32x3_tolerance).
 Check compare_rows(const ir::Graph& g, const std::vector<runtime::HostTensor>& got,
                    const std::vector<int64_t>& rows,
                    const std::vector<runtime::HostTensor>& reference, bool tf32x3 = false);

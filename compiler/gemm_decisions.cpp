@@ -9,6 +9,7 @@
 #include <numeric>
 #include <set>
 
+#include "codegen/tf32x3_plan.h"
 #include "ir/error.h"
 #include "runtime/cached_compiler.h"
 #include "runtime/device.h"
@@ -250,8 +251,25 @@ codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cac
   auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
   return [=](const codegen::Plan& plan, const std::vector<codegen::Step>& replaced,
              const codegen::Plan& trial, const std::vector<codegen::Step>& rewritten) {
+    // How the rewrite cut K (codegen/tf32x3.h), for the record.
+    int chunks = 0;
+    bool below_ieee = false;
+    for (const codegen::Step& s : rewritten)
+      if (const auto* g = std::get_if<codegen::GemmStep>(&s)) {
+        ++chunks;
+        below_ieee |= codegen::tf32x3_below_ieee(*g);
+      }
+    const auto* first = std::get_if<codegen::GemmStep>(&replaced.back());
+    const std::string cut =
+        below_ieee ? fmt::format("one chunk, K = {} (less accurate than IEEE fp32)",
+                                 first ? first->k : 0)
+                   : fmt::format("K in {} chunks of {}", chunks, first ? first->k / chunks : 0);
     if (mode == Fp32Gemms::Tf32x3)
-      return codegen::KernelChoice{true, "3xTF32 (--fp32-gemms tf32x3)"};
+      return codegen::KernelChoice{true, "3xTF32 (--fp32-gemms tf32x3), " + cut};
+    if (below_ieee)
+      return codegen::KernelChoice{
+          false, fmt::format("IEEE fp32: K = {} cannot be cut into chunks that keep 3xTF32 as "
+                             "accurate (not measured)", first ? first->k : 0)};
     if (!gpu) return codegen::KernelChoice{false, "IEEE fp32: no GPU to measure on"};
     try {
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
@@ -259,7 +277,9 @@ codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cac
       const double split_us =
           steps_us(**bench, trial, rewritten, arch, rows, kTf32x3Repeats, use_cache);
       const double ieee_us = steps_us(**bench, plan, replaced, arch, rows, kTf32x3Repeats, use_cache);
-      return decide_tf32x3(split_us, ieee_us, rows);
+      codegen::KernelChoice c = decide_tf32x3(split_us, ieee_us, rows);
+      if (c.use_kernel) c.why += ", " + cut;
+      return c;
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
       return codegen::KernelChoice{false, fmt::format("IEEE fp32: could not time: {}", e.what())};
     }

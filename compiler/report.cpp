@@ -43,12 +43,16 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
   if (auto* g = std::get_if<GemmStep>(&s)) {
     f = {g->name, "gemm", {g->op}, g->ir_nodes};
     if (g->tf32x3) f.ops.push_back("tf32x3");  // three TF32 products (codegen/tf32x3.h)
+    if (g->accumulate) f.ops.push_back("accumulate");  // a K-chunk adding to y
     f.generated = false;
-    f.bytes = p.buffers[g->x].bytes(batch) + p.buffers[g->w].bytes(batch) +
-              p.buffers[g->y].bytes(batch);
+    // What it reads of x and w (a K-chunk: its columns), y written (and read when adding to it).
+    const double rows = static_cast<double>(p.buffers[g->x].type.shape.rows(batch));
+    const auto size = static_cast<double>(ir::dtype_size(g->dtype));
+    f.bytes = static_cast<int64_t>((rows + g->n) * g->stored_k() * size) +
+              p.buffers[g->y].bytes(batch) * (g->accumulate ? 2 : 1);
     for (int extra : {g->bias, g->residual})
       if (extra >= 0) f.bytes += p.buffers[extra].bytes(batch);
-    f.flops = 2.0 * static_cast<double>(p.buffers[g->x].type.shape.rows(batch)) * g->n * g->k;
+    f.flops = 2.0 * rows * g->n * g->k;
     f.dtype = p.buffers[g->y].type.dtype;
   } else {
     const auto& k = std::get<KernelStep>(s);
@@ -117,7 +121,7 @@ std::string plan_text(const CompiledGraph& c, int64_t batch) {
   int i = 0;
   for (const codegen::Step& s : p.steps) {
     StepFacts f = step_facts(p, s, batch);
-    out += fmt::format("  {:>2}. {:<9} {:<32} {:<24} {:>9.2f} MB", i++, f.kind, f.name,
+    out += fmt::format("  {:>2}. {:<9} {:<32} {:<30} {:>9.2f} MB", i++, f.kind, f.name,
                        fmt::format("{}", fmt::join(f.ops, "+")), f.bytes / 1e6);
     if (f.flops > 0) out += fmt::format("  {:.2f} GFLOP", f.flops / 1e9);
     out += "\n";

@@ -46,9 +46,12 @@ void check_plan(const codegen::Plan& plan) {
       const ir::TensorType& x = plan.buffers[g->x].type;
       const ir::TensorType& w = plan.buffers[g->w].type;
       const ir::TensorType& y = plan.buffers[g->y].type;
-      MLPC_ASSERT(x.shape.last() == g->stored_k() && y.shape.last() == g->n &&
-                      w.shape.dims == std::vector<int64_t>({g->n, g->stored_k()}),
+      MLPC_ASSERT(x.shape.last() == g->stored_row() && y.shape.last() == g->n &&
+                      w.shape.dims == std::vector<int64_t>({g->n, g->stored_row()}) &&
+                      g->k_begin >= 0 && g->k_begin + g->stored_k() <= g->stored_row(),
                   "GEMM " + g->name + ": buffer shapes do not match n, k");
+      MLPC_ASSERT(!g->accumulate || g->residual == -1,
+                  "GEMM " + g->name + ": adds to its output and a residual");
       MLPC_ASSERT(x.dtype == g->dtype && w.dtype == g->dtype && y.dtype == g->dtype,
                   "GEMM " + g->name + ": buffer dtypes differ from the step's");
       MLPC_ASSERT(x.shape.rows(7) == y.shape.rows(7) && x.shape.rows(1) == y.shape.rows(1),
@@ -304,10 +307,12 @@ void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   // Params derived from this one: its TF32 parts, for 3xTF32 GEMMs.
   for (size_t j = 0; j < plan_.buffers.size(); ++j) {
     if (plan_.buffers[j].split_of != i) continue;
+    const int64_t k = t.row_len();
+    const int64_t chunk = plan_.buffers[j].split_chunk > 0 ? plan_.buffers[j].split_chunk : k;
     const std::vector<float> parts =
         codegen::split_tf32x3(std::vector<float>(t.data.begin(), t.data.end()),
-                              t.numel() / std::max<int64_t>(t.row_len(), 1), t.row_len(),
-                              codegen::kTf32x3WeightLoPart);
+                              t.numel() / std::max<int64_t>(k, 1), k,
+                              codegen::kTf32x3WeightLoPart, std::max<int64_t>(chunk, 1));
     if (!parts.empty())
       MLPC_CUDA(cudaMemcpy(param_storage(static_cast<int>(j)), parts.data(),
                            parts.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -342,8 +347,11 @@ void Executor::resolve_launches(Bound& b) {
     if (const auto* g = std::get_if<codegen::GemmStep>(&step)) {
       l.gemm = g;
       l.rows = plan_.buffers[g->y].type.shape.rows(batch_);
-      l.ops.x = read(g->x);
-      l.ops.w = read(g->w);
+      // A K-chunk reads its columns of x and w (codegen/plan.h): the row strides are the
+      // layouts' (runtime/gemm_lt.h), the start is the pointer's.
+      const size_t k_begin = static_cast<size_t>(g->k_begin) * ir::dtype_size(g->dtype);
+      l.ops.x = static_cast<const char*>(read(g->x)) + k_begin;
+      l.ops.w = static_cast<const char*>(read(g->w)) + k_begin;
       l.ops.y = device_ptr(g->y);
       if (g->bias >= 0) l.ops.bias = read(g->bias);
       if (g->residual >= 0) l.ops.residual = read(g->residual);

@@ -31,11 +31,14 @@ cublasLtEpilogue_t lt_epilogue(codegen::Epilogue e) {
 }
 
 bool has_bias(const codegen::GemmStep& s) { return s.epilogue != codegen::Epilogue::None; }
+// Whether cuBLASLt's C enters (beta = 1): a residual, or y itself for an accumulating K-chunk.
+bool has_c(const codegen::GemmStep& s) { return s.residual >= 0 || s.accumulate; }
 
 std::string describe(const codegen::GemmStep& s, int64_t rows) {
-  return fmt::format("GEMM {} ({}{}, rows={}, n={}, k={}, epilogue {}{})", s.name,
+  return fmt::format("GEMM {} ({}{}, rows={}, n={}, k={}, epilogue {}{}{})", s.name,
                      ir::dtype_name(s.dtype), s.tf32x3 ? " as 3xTF32" : "", rows, s.n, s.k,
-                     epilogue_name(s.epilogue), s.residual >= 0 ? ", residual" : "");
+                     epilogue_name(s.epilogue), s.residual >= 0 ? ", residual" : "",
+                     s.accumulate ? ", adding to y" : "");
 }
 
 void destroy(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
@@ -94,17 +97,19 @@ void GemmLt::set_bias(const codegen::GemmStep& step, Prepared& p, const void* bi
 }
 
 GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) {
-  Key key{step.n, step.k, rows, static_cast<int>(step.dtype), static_cast<int>(step.epilogue),
-          step.residual >= 0, step.tf32x3};
+  const Key key{step.n, step.k, rows, static_cast<int>(step.dtype),
+                static_cast<int>(step.epilogue), has_c(step), step.tf32x3, step.stored_row()};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   MLPC_ASSERT(step.n > 0 && step.k > 0 && rows > 0, "empty GEMM " + step.name);
 
   // Column-major view of the row-major product: D[n, rows] = op(A)[n, k] . B[k, rows], with
   // A = w read transposed (stored k x n, ld k), B = x (k x rows, ld k), C = D = y (n x rows,
-  // ld n); a residual uses the same layout as D.
+  // ld n); a residual uses the same layout as D. A K-chunk's A and B are column ranges of wider
+  // rows: ld is the stored row length, the pointers start at the chunk.
   Prepared p;
   const cudaDataType_t type = cuda_type(step.dtype);
   const auto n = static_cast<uint64_t>(step.n), k = static_cast<uint64_t>(step.stored_k());
+  const auto ld = static_cast<int64_t>(step.stored_row());
   const auto m = static_cast<uint64_t>(rows);
   try {
     // A 3xTF32 step's operands are TF32 parts already (codegen/tf32x3.h): TF32 tensor cores
@@ -122,8 +127,8 @@ GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) 
     // The bias type is left at its default (-1): the D type for every kernel we use
     // (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), i.e. our dtype.
     set_bias(step, p, nullptr);
-    MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, type, k, n, static_cast<int64_t>(k)));
-    MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, type, k, m, static_cast<int64_t>(k)));
+    MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, type, k, n, ld));
+    MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, type, k, m, ld));
     MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, type, n, m, static_cast<int64_t>(n)));
 
     Preference pref;
@@ -188,7 +193,8 @@ cublasStatus_t GemmLt::launch(const codegen::GemmStep& step, Prepared& p,
   // The desc is shared by every step with the same key: the bias pointer is set per launch
   // (a host-side attribute, read when the launch is enqueued or captured).
   set_bias(step, p, ops.bias);
-  const float alpha = 1.0f, beta = ops.residual ? 1.0f : 0.0f;
+  // C = D = y in place for an accumulating chunk (same layout: cuBLASLt allows it).
+  const float alpha = 1.0f, beta = has_c(step) ? 1.0f : 0.0f;
   const void* c = ops.residual ? ops.residual : ops.y;
   return cublasLtMatmul(handle_, p.desc, &alpha, ops.w, p.a, ops.x, p.b, &beta, c, p.c, ops.y,
                         p.c, &algo, workspace_, kWorkspaceBytes, stream);

@@ -1,8 +1,9 @@
 // cuBLASLt GEMMs for the Plan's GemmSteps: row-major y[rows, n] = epilogue(x[rows, k] . w[n, k]^T
 // [+ residual]) with fp32 accumulation (CUBLAS_COMPUTE_32F: IEEE fp32 for f32, never plain TF32;
 // a 3xTF32 step, whose operands are TF32 parts along 3k, CUBLAS_COMPUTE_32F_FAST_TF32), alpha 1,
-// beta 0 (1 with a residual). One handle and one 32 MiB workspace; descriptors and the algorithm
-// are cached per GEMM key (rows, n, k, dtype, epilogue, residual or not, 3xTF32 or not).
+// beta 0 (1 with a residual, or when a K-chunk adds to y: C = D = y). One handle and one 32 MiB
+// workspace; descriptors and the algorithm are cached per GEMM key (rows, n, k, dtype, epilogue,
+// C or not, 3xTF32 or not, stored row length of x and w).
 //
 // Column-major view: cuBLASLt computes D[n, rows] = op(A)[n, k] . B[k, rows] with A = w read
 // transposed, B = x and D = y, so cuBLASLt's m is our n. Its bias epilogues add a vector of
@@ -77,8 +78,8 @@ class GemmLt {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // a: w, b: x, c (= d): y
     cublasLtMatmulAlgo_t algo{};
   };
-  // n, k, rows, dtype, epilogue, has residual, 3xTF32
-  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, bool>;
+  // n, k, rows, dtype, epilogue, C enters (residual or accumulate), 3xTF32, stored row of x, w
+  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, bool, int64_t>;
 
   Prepared& prepared(const codegen::GemmStep& step, int64_t rows);
   // Sets the desc's bias pointer (a 256-byte aligned stand-in when `bias` is null: heuristics

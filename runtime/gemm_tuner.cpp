@@ -80,15 +80,17 @@ const char* epilogue_name(codegen::Epilogue e) {
 }
 
 std::string gemm_tuning_key(const GemmKey& k) {
-  return fmt::format("{}|{}|{}x{}x{}|{}|res{}|cublasLt{}{}", k.arch, ir::dtype_name(k.dtype),
+  return fmt::format("{}|{}|{}x{}x{}|{}|res{}|cublasLt{}{}{}", k.arch, ir::dtype_name(k.dtype),
                      k.rows, k.n, k.k, epilogue_name(k.epilogue), k.residual ? 1 : 0,
-                     k.cublaslt_version, k.tf32x3 ? "|tf32x3" : "");
+                     k.cublaslt_version, k.tf32x3 ? "|tf32x3" : "",
+                     k.ld > 0 ? fmt::format("|ld{}", k.ld) : "");
 }
 
 std::string gemm_tuning_key(const codegen::GemmStep& step, int64_t rows, const std::string& arch,
                             const std::string& cublaslt_version) {
   return gemm_tuning_key({arch, step.dtype, rows, step.n, step.k, step.epilogue,
-                          step.residual >= 0, cublaslt_version, step.tf32x3});
+                          step.residual >= 0 || step.accumulate, cublaslt_version, step.tf32x3,
+                          step.row_stride});
 }
 
 std::string cublaslt_version() {
@@ -261,6 +263,31 @@ void CUDART_CB wait_for_gate(void* p) {
   }
 }
 
+// A device buffer's bytes copied aside and written back when this goes out of scope (after the
+// device is done with the buffer: the destructor synchronizes). Null `ptr`: does nothing.
+class SavedOutput {
+ public:
+  SavedOutput(void* ptr, size_t bytes) : ptr_(ptr), bytes_(bytes) {
+    if (!ptr_ || bytes_ == 0) return;
+    MLPC_CUDA(cudaMalloc(&copy_, bytes_));
+    MLPC_CUDA(cudaMemcpy(copy_, ptr_, bytes_, cudaMemcpyDeviceToDevice));
+    MLPC_CUDA(cudaDeviceSynchronize());  // the timing stream does not wait for the legacy one
+  }
+  ~SavedOutput() {
+    if (!copy_) return;
+    cudaDeviceSynchronize();
+    cudaMemcpy(ptr_, copy_, bytes_, cudaMemcpyDeviceToDevice);
+    cudaFree(copy_);
+  }
+  SavedOutput(const SavedOutput&) = delete;
+  SavedOutput& operator=(const SavedOutput&) = delete;
+
+ private:
+  void* ptr_;
+  size_t bytes_;
+  void* copy_ = nullptr;
+};
+
 }  // namespace
 
 GemmTuner::GemmTuner(GemmLt& lt, GemmAlgoCache* cache)
@@ -362,6 +389,9 @@ GemmChoice GemmTuner::tune(const codegen::GemmStep& step, int64_t rows, const Ge
   (void)stream;
   MLPC_CUDA(cudaDeviceSynchronize());
   std::vector<cublasLtMatmulHeuristicResult_t> cands = lt_.candidates(step, rows, kMaxCandidates);
+  // A K-chunk that adds to y would keep adding while being timed: y is kept aside meanwhile.
+  const SavedOutput saved(step.accumulate ? ops.y : nullptr,
+                          static_cast<size_t>(rows * step.n) * ir::dtype_size(step.dtype));
   int best = -1;
   double best_us = 0;
   for (size_t i = 0; i < cands.size(); ++i) {

@@ -12,12 +12,14 @@
 //  - every value stored in f16/bf16 on the way (GEMM outputs, eager intermediates) carries a
 //    relative rounding error of up to u (2^-11 f16, 2^-8 bf16) into later sums; over millions of
 //    elements the largest such error reaches ~6 u (8 u allowed).
-// A graph whose f32 GEMMs ran as 3xTF32 (codegen/tf32x3.h) gets a wider accumulation floor: each
-// product keeps ~21 bits (the parts round at 2^-22 each, lo.lo is dropped) and tensor cores do
-// not accumulate in IEEE round-to-nearest (they truncate: Fasi et al., "Numerical behavior of
-// NVIDIA tensor cores", 2021; on the H200 bench/tf32x3_accuracy.py finds the error shrinking
-// as K is cut into chunks summed outside them), so the unit is 2^-21 over the K' = 3K terms
-// summed. On the H200 mlp3 (K = 4096) measured 4.4x IEEE's floor, a third of this one.
+// A graph with an f32 GEMM run as 3xTF32 in one chunk (codegen/tf32x3.h: K too short or ragged
+// to cut) gets a wider accumulation floor: each product keeps ~21 bits (the parts round at 2^-22
+// each, lo.lo is dropped) and tensor cores do not accumulate in IEEE round-to-nearest (they
+// truncate: Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021; on the H200
+// bench/tf32x3_accuracy.py finds the error growing with the chain's length), so the unit is
+// 2^-21 over the K' = 3K terms summed. On the H200 mlp3 (K = 4096) in one chunk measured 4.4x
+// IEEE's floor, a third of this one. 3xTF32 in K-chunks of tf32x3_chunk_k is at least as
+// accurate as IEEE fp32 and keeps IEEE's tolerance (`tf32x3` false).
 #pragma once
 
 #include <cstdint>
@@ -33,7 +35,8 @@ struct Tolerance {
 };
 
 // `max_k`: the largest GEMM reduction length in the graph (0 when there is none); `depth`: the
-// most ops on any path from an input to an output; `tf32x3`: its f32 GEMMs ran as 3xTF32.
+// most ops on any path from an input to an output; `tf32x3`: an f32 GEMM ran as 3xTF32 in one
+// chunk (codegen/tf32x3_plan.h's needs_tf32x3_tolerance).
 Tolerance tolerance_for(ir::DType dtype, int64_t max_k, int depth = 1, bool tf32x3 = false);
 
 struct Comparison {

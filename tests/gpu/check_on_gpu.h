@@ -17,7 +17,7 @@ inline void check_rows_on_gpu(const ir::Graph& g, const CompiledGraph& c, const 
                               int64_t batch, const std::vector<int64_t>& rows,
                               const std::vector<runtime::HostTensor>& reference) {
   Check check = compare_rows(g, run_on_gpu(c, values, batch), rows, reference,
-                             codegen::has_tf32x3_gemm(c.plan));
+                             codegen::needs_tf32x3_tolerance(c.plan));
   INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
   CHECK(check.ok);
 }

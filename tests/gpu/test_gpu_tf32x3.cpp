@@ -1,7 +1,8 @@
 // 3xTF32 GEMMs (codegen/tf32x3.h, `--fp32-gemms tf32x3`) on the GPU: outputs match the fp64
-// reference within 3xTF32's tolerance at several batch sizes, their error stays within a small
-// factor of IEEE fp32's (one TF32 product's is hundreds of times larger), new weight values
-// reach the split weights a captured graph reads, and a derived param cannot be set by itself.
+// reference at several batch sizes — within IEEE fp32's tolerance when K is cut into chunks
+// (mlp3; a graph whose chunks carry a residual and a relu+bias epilogue), within 3xTF32's own
+// when it is not (short, ragged K) — chunked errors are no larger than IEEE fp32's, new weight
+// values reach the split weights a captured graph reads, and a derived param cannot be set.
 #include <catch2/catch.hpp>
 
 #include "compiler/check.h"
@@ -9,6 +10,7 @@
 #include "compiler/gpu_session.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
+#include "../tf32x3_graphs.h"
 #include "check_on_gpu.h"
 
 using namespace mlpc;
@@ -44,7 +46,8 @@ constexpr const char* kShared = R"(func @shared(%x: f32[M, 60]) -> f32[M, 36] {
 
 TEST_CASE("3xTF32 GEMMs match the reference", "[gpu][tf32x3]") {
   const ir::Graph shared = ir::parse(kShared, "shared.mlp");
-  for (const ir::Graph* g : {&shared}) {
+  const ir::Graph chunked = ir::parse(testing::kChunkedTf32x3, "chunked.mlp");
+  for (const ir::Graph* g : {&shared, &chunked}) {
     const CompiledGraph c = compiled(*g, Fp32Gemms::Tf32x3);
     for (int64_t batch : {1, 37, 300}) {
       INFO(g->name << " batch " << batch);
@@ -59,7 +62,7 @@ TEST_CASE("3xTF32 GEMMs match the reference", "[gpu][tf32x3]") {
   }
 }
 
-TEST_CASE("3xTF32 error stays within a small factor of IEEE fp32's", "[gpu][tf32x3]") {
+TEST_CASE("3xTF32 in K-chunks is at least as accurate as IEEE fp32", "[gpu][tf32x3]") {
   const ir::Graph g = make_sample("mlp3");
   const int64_t batch = 256;
   const Values values = random_values(g, batch, 21);
@@ -68,14 +71,15 @@ TEST_CASE("3xTF32 error stays within a small factor of IEEE fp32's", "[gpu][tf32
   const Check ieee = compare_rows(g, run_on_gpu(compiled(g, Fp32Gemms::Ieee), values, batch), rows,
                                   reference);
   const Check split = compare_rows(g, run_on_gpu(compiled(g, Fp32Gemms::Tf32x3), values, batch),
-                                   rows, reference, true);
-  WARN("mlp3 max |error| vs the fp64 reference: IEEE fp32 " << ieee.max_abs_err << ", 3xTF32 "
+                                   rows, reference);
+  WARN("mlp3 max |error| vs the fp64 reference: IEEE fp32 " << ieee.max_abs_err
+                                                            << ", 3xTF32 in K-chunks "
                                                             << split.max_abs_err);
   CHECK(ieee.ok);
-  CHECK(split.ok);
-  // One TF32 product would be ~2^-11 relative: hundreds of times IEEE's error. Three stay within
-  // a small factor of it (on the H200: 7.5x at 8192 rows, 17x here, where IEEE's was small).
-  CHECK(split.max_abs_err <= 32 * ieee.max_abs_err);
+  CHECK(split.ok);  // with IEEE fp32's tolerance
+  // In one chunk over K = 4096 it was 7.5x IEEE's error at 8192 rows (bench/tf32x3_accuracy.py:
+  // the tensor cores' long accumulation); chunks of 512 halve IEEE's.
+  CHECK(split.max_abs_err <= ieee.max_abs_err);
 }
 
 TEST_CASE("3xTF32: new weights reach the split weights, derived params are not set directly",
