@@ -73,7 +73,7 @@ def chunked(m, k, n, dist):
     torch.backends.cuda.matmul.allow_tf32 = False
     line = f"  {dist:4} K={k:4}: IEEE {err(x @ w.T):.2e} | 3xTF32 chunk"
     torch.backends.cuda.matmul.allow_tf32 = True
-    for c in (4096, 2048, 1024, 512, 256, 128):
+    for c in (4096, 2048, 1024, 512, 256, 128, 64):
         if c > k:
             continue
         acc = None

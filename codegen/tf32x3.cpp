@@ -18,7 +18,7 @@ float tf32_round(float v) {
 
 int64_t tf32x3_chunk_k(int64_t k) {
   if (k < kTf32x3MinK) return 0;
-  for (int64_t c = std::min(kTf32x3MaxChunk, k / 2) / kTf32x3ChunkAlign * kTf32x3ChunkAlign;
+  for (int64_t c = std::min(kTf32x3MaxChunk, k / 4) / kTf32x3ChunkAlign * kTf32x3ChunkAlign;
        c > 0; c -= kTf32x3ChunkAlign)
     if (k % c == 0) return c;
   return 0;

@@ -14,7 +14,7 @@
 // K = 4096 is ~3.5x IEEE fp32's error (H200, bench/tf32x3_accuracy.py). Cutting K into chunks of
 // at most kTf32x3MaxChunk, each its own GEMM adding its result to the previous ones' in fp32
 // (cuBLASLt's C = y, beta = 1), brings it below IEEE fp32's: max |err| / rms against fp64 at
-// K = 1024 / 4096 was 7.8e-6 / 7.6e-6 with 512-chunks vs IEEE's 9.8e-6 / 1.7e-5. The layout is
+// K = 1024 / 4096 was 4.4e-6 / 7.6e-6 with 256- / 512-chunks vs IEEE's 9.8e-6 / 1.7e-5. The layout is
 // then chunk by chunk: x3 = [lo_x0 | hi_x0 | hi_x0 | lo_x1 | hi_x1 | hi_x1 | ...] with x_j the
 // j-th chunk of K, so each chunk's GEMM reads one contiguous column range of x3 and w3.
 // A GEMM that cannot be cut so (K < kTf32x3MinK, or no chunk length divides K) runs in one chunk,
@@ -33,15 +33,17 @@ namespace mlpc::codegen {
 inline constexpr int kTf32x3ActivationLoPart = 0;
 inline constexpr int kTf32x3WeightLoPart = 1;
 
-// Chunks are at most this long (measured above), at most half of K (at K = 1024 one chunk of
-// 1024 was 1.6x IEEE's error), and multiples of 64: each chunk's columns then start 256-byte
-// aligned in x3 and w3, as cuBLASLt's heuristics assume by default.
+// Chunks are at most this long and at most a quarter of K (IEEE fp32's error grows like
+// sqrt(K), the chunks' like their length: at K = 1024 with activations like a GELU layer's,
+// 512-chunks only matched IEEE's error, 8.6e-6 vs 8.5e-6, 256-chunks had 4.0e-6), and multiples
+// of 64: each chunk's columns then start 256-byte aligned in x3 and w3, as cuBLASLt's
+// heuristics assume by default.
 inline constexpr int64_t kTf32x3MaxChunk = 512;
 inline constexpr int64_t kTf32x3ChunkAlign = 64;
 inline constexpr int64_t kTf32x3MinK = 256;  // smallest K measured to beat IEEE when chunked
 
 // The K-chunk that makes a 3xTF32 GEMM of reduction length k at least as accurate as IEEE fp32:
-// the largest multiple of kTf32x3ChunkAlign dividing k, at most min(kTf32x3MaxChunk, k / 2);
+// the largest multiple of kTf32x3ChunkAlign dividing k, at most min(kTf32x3MaxChunk, k / 4);
 // 0 when there is none or k < kTf32x3MinK.
 int64_t tf32x3_chunk_k(int64_t k);
 

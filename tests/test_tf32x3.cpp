@@ -74,14 +74,16 @@ TEST_CASE("split_tf32x3 lays each K-chunk's parts side by side", "[tf32x3]") {
                                     lo(v[2]), lo(v[3]), hi(v[2]), hi(v[3]), hi(v[2]), hi(v[3])});
 }
 
-TEST_CASE("3xTF32 K-chunks: at most 512 and half of K, multiples of 64, K >= 256", "[tf32x3]") {
+TEST_CASE("3xTF32 K-chunks: at most 512 and a quarter of K, multiples of 64, K >= 256",
+          "[tf32x3]") {
   using codegen::tf32x3_chunk_k;
   CHECK(tf32x3_chunk_k(4096) == 512);
   CHECK(tf32x3_chunk_k(3072) == 512);
-  CHECK(tf32x3_chunk_k(1024) == 512);
-  CHECK(tf32x3_chunk_k(768) == 384);
-  CHECK(tf32x3_chunk_k(512) == 256);
-  CHECK(tf32x3_chunk_k(256) == 128);
+  CHECK(tf32x3_chunk_k(2048) == 512);
+  CHECK(tf32x3_chunk_k(1024) == 256);
+  CHECK(tf32x3_chunk_k(768) == 192);
+  CHECK(tf32x3_chunk_k(512) == 128);
+  CHECK(tf32x3_chunk_k(256) == 64);
   CHECK(tf32x3_chunk_k(4160) == 320);  // 65 x 64: the largest aligned divisor <= 512
   CHECK(tf32x3_chunk_k(128) == 0);     // below the smallest K measured
   CHECK(tf32x3_chunk_k(1000) == 0);    // no multiple of 64 divides it
@@ -108,34 +110,34 @@ TEST_CASE("3xTF32: mlp3's GEMMs run in K-chunks over split buffers the GELU kern
   const ir::Graph g = make_sample("mlp3");
   const CompiledGraph c = compile(g, tf32_options(Fp32Gemms::Tf32x3));
   const codegen::Plan& p = c.plan;
-  // A split kernel for the graph's input; fc1 (K = 1024) in 2 chunks of 512, the GELU kernel
-  // storing h1's parts, fc2 (K = 4096) in 8 chunks, h2's GELU kernel, fc3 in 8 chunks.
-  CHECK(plan_text(c, 8192).find("21 launches") != std::string::npos);
-  REQUIRE(p.steps.size() == 21);
+  // A split kernel for the graph's input; fc1 (K = 1024) in 4 chunks of 256, the GELU kernel
+  // storing h1's parts, fc2 (K = 4096) in 8 chunks of 512, h2's GELU kernel, fc3 in 8 chunks.
+  CHECK(plan_text(c, 8192).find("23 launches") != std::string::npos);
+  REQUIRE(p.steps.size() == 23);
   const auto& split = std::get<codegen::KernelStep>(p.steps[0]);
   CHECK(split.name == "split_tf32x3_x");
   CHECK(split.tf32x3_store);
   CHECK(split.ops == std::vector<std::string>{"split_tf32x3"});
   CHECK(buffer(p, split.inputs[0]).name == "x");
   CHECK(buffer(p, split.output).name == "x.tf32x3");
-  CHECK(buffer(p, split.output).split_chunk == 512);
+  CHECK(buffer(p, split.output).split_chunk == 256);
   CHECK(ir::to_string(buffer(p, split.output).type) == "f32[M, 3072]");
   struct Gemm {
     size_t first;
     int chunks;
-    int64_t k;
+    int64_t k, chunk;
     const char* name;
   };
-  for (const Gemm& want : {Gemm{1, 2, 1024, "gemm_fc1"}, Gemm{4, 8, 4096, "gemm_fc2"},
-                           Gemm{13, 8, 4096, "gemm_fc3"}}) {
+  for (const Gemm& want : {Gemm{1, 4, 1024, 256, "gemm_fc1"}, Gemm{6, 8, 4096, 512, "gemm_fc2"},
+                           Gemm{15, 8, 4096, 512, "gemm_fc3"}}) {
     for (int j = 0; j < want.chunks; ++j) {
       const auto& gemm = std::get<codegen::GemmStep>(p.steps[want.first + j]);
       INFO(gemm.name);
       CHECK(gemm.name == fmt::format("{}.k{}", want.name, j));
       CHECK(gemm.tf32x3);
       CHECK_FALSE(codegen::tf32x3_below_ieee(gemm));
-      CHECK(gemm.k == 512);
-      CHECK(gemm.k_begin == 3 * 512 * j);
+      CHECK(gemm.k == want.chunk);
+      CHECK(gemm.k_begin == 3 * want.chunk * j);
       CHECK(gemm.row_stride == 3 * want.k);
       CHECK(gemm.accumulate == (j > 0));
       CHECK(gemm.residual == -1);
@@ -148,17 +150,17 @@ TEST_CASE("3xTF32: mlp3's GEMMs run in K-chunks over split buffers the GELU kern
       CHECK(w.role == codegen::BufferRole::Param);
       CHECK_FALSE(w.uploaded());
       REQUIRE(w.split_of >= 0);
-      CHECK(w.split_chunk == 512);
+      CHECK(w.split_chunk == want.chunk);
       CHECK(w.name == buffer(p, w.split_of).name + ".tf32x3");
       CHECK(buffer(p, w.split_of).uploaded());
       CHECK(w.type.shape.dims == std::vector<int64_t>{gemm.n, 3 * want.k});
     }
   }
-  for (size_t i : {3, 12}) {
+  for (size_t i : {5, 14}) {
     const auto& gelu = std::get<codegen::KernelStep>(p.steps[i]);
     CHECK(gelu.tf32x3_store);
     CHECK(gelu.ops == std::vector<std::string>{"gelu"});
-    CHECK(buffer(p, gelu.output).name == (i == 3 ? "h1.tf32x3" : "h2.tf32x3"));
+    CHECK(buffer(p, gelu.output).name == (i == 5 ? "h1.tf32x3" : "h2.tf32x3"));
     CHECK(gelu.source.find("constexpr long long kChunk = 512;") != std::string::npos);
     CHECK(gelu.source.find("mlpc_store_tf32x3<kVec>(out, i, kRowLen, kChunk, y)") !=
           std::string::npos);
@@ -183,7 +185,7 @@ TEST_CASE("3xTF32 K-chunks: the residual enters with the first chunk and a nonli
     INFO(gm->name);
     ++gemms;
     CHECK_FALSE(codegen::tf32x3_below_ieee(*gm));
-    CHECK(gm->k == gm->row_stride / 6);  // two chunks each: K 512 -> 256, K 256 -> 128
+    CHECK(gm->k == gm->row_stride / 12);  // four chunks each: K 512 -> 128, K 256 -> 64
     const bool first = gm->k_begin == 0;
     CHECK(gm->accumulate == !first);
     if (gm->residual >= 0) {
@@ -196,7 +198,7 @@ TEST_CASE("3xTF32 K-chunks: the residual enters with the first chunk and a nonli
       CHECK_FALSE(first);
     }
   }
-  CHECK(gemms == 6);
+  CHECK(gemms == 12);
   CHECK(relu_bias == 1);
   CHECK(residual == 1);
   CHECK_FALSE(codegen::needs_tf32x3_tolerance(p));
@@ -204,32 +206,35 @@ TEST_CASE("3xTF32 K-chunks: the residual enters with the first chunk and a nonli
 
 TEST_CASE("3xTF32: mlp3's plan (golden)", "[tf32x3]") {
   // Bytes: the split kernel reads x and writes its three parts; each GELU kernel reads fc and
-  // writes h's three parts; each K-chunk reads its 3 x 512 columns of x3 and w3 and writes y,
+  // writes h's three parts; each K-chunk reads its 3 x 256 (fc1) or 3 x 512 columns of x3 and
+  // w3 and writes y,
   // reading it first when it adds to it (accumulate); the last adds the bias.
   const CompiledGraph c = compile(make_sample("mlp3"), tf32_options(Fp32Gemms::Tf32x3));
   CHECK(plan_text(c, 8192) ==
-        "plan for @mlp3 at batch 8192: 21 launches\n"
+        "plan for @mlp3 at batch 8192: 23 launches\n"
         "   0. pointwise split_tf32x3_x                   split_tf32x3                      134.22 MB\n"
-        "   1. gemm      gemm_fc1.k0                      matmul+tf32x3                     209.72 MB  34.36 GFLOP\n"
-        "   2. gemm      gemm_fc1.k1                      matmul_bias+tf32x3+accumulate     343.95 MB  34.36 GFLOP\n"
-        "   3. pointwise mlpc_gelu_0                      gelu                              536.87 MB\n"
-        "   4. gemm      gemm_fc2.k0                      matmul+tf32x3                     209.72 MB  34.36 GFLOP\n"
-        "   5. gemm      gemm_fc2.k1                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
-        "   6. gemm      gemm_fc2.k2                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
-        "   7. gemm      gemm_fc2.k3                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
-        "   8. gemm      gemm_fc2.k4                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
-        "   9. gemm      gemm_fc2.k5                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
-        "  10. gemm      gemm_fc2.k6                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
-        "  11. gemm      gemm_fc2.k7                      matmul_bias+tf32x3+accumulate     343.95 MB  34.36 GFLOP\n"
-        "  12. pointwise mlpc_gelu_1                      gelu                              536.87 MB\n"
-        "  13. gemm      gemm_fc3.k0                      matmul+tf32x3                      90.18 MB  8.59 GFLOP\n"
-        "  14. gemm      gemm_fc3.k1                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
-        "  15. gemm      gemm_fc3.k2                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
-        "  16. gemm      gemm_fc3.k3                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
-        "  17. gemm      gemm_fc3.k4                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
-        "  18. gemm      gemm_fc3.k5                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
-        "  19. gemm      gemm_fc3.k6                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
-        "  20. gemm      gemm_fc3.k7                      matmul_bias+tf32x3+accumulate     123.74 MB  8.59 GFLOP\n");
+        "   1. gemm      gemm_fc1.k0                      matmul+tf32x3                     171.97 MB  17.18 GFLOP\n"
+        "   2. gemm      gemm_fc1.k1                      matmul+tf32x3+accumulate          306.18 MB  17.18 GFLOP\n"
+        "   3. gemm      gemm_fc1.k2                      matmul+tf32x3+accumulate          306.18 MB  17.18 GFLOP\n"
+        "   4. gemm      gemm_fc1.k3                      matmul_bias+tf32x3+accumulate     306.20 MB  17.18 GFLOP\n"
+        "   5. pointwise mlpc_gelu_0                      gelu                              536.87 MB\n"
+        "   6. gemm      gemm_fc2.k0                      matmul+tf32x3                     209.72 MB  34.36 GFLOP\n"
+        "   7. gemm      gemm_fc2.k1                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
+        "   8. gemm      gemm_fc2.k2                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
+        "   9. gemm      gemm_fc2.k3                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
+        "  10. gemm      gemm_fc2.k4                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
+        "  11. gemm      gemm_fc2.k5                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
+        "  12. gemm      gemm_fc2.k6                      matmul+tf32x3+accumulate          343.93 MB  34.36 GFLOP\n"
+        "  13. gemm      gemm_fc2.k7                      matmul_bias+tf32x3+accumulate     343.95 MB  34.36 GFLOP\n"
+        "  14. pointwise mlpc_gelu_1                      gelu                              536.87 MB\n"
+        "  15. gemm      gemm_fc3.k0                      matmul+tf32x3                      90.18 MB  8.59 GFLOP\n"
+        "  16. gemm      gemm_fc3.k1                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
+        "  17. gemm      gemm_fc3.k2                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
+        "  18. gemm      gemm_fc3.k3                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
+        "  19. gemm      gemm_fc3.k4                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
+        "  20. gemm      gemm_fc3.k5                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
+        "  21. gemm      gemm_fc3.k6                      matmul+tf32x3+accumulate          123.73 MB  8.59 GFLOP\n"
+        "  22. gemm      gemm_fc3.k7                      matmul_bias+tf32x3+accumulate     123.74 MB  8.59 GFLOP\n");
 }
 
 TEST_CASE("3xTF32: GEMMs of one input share one split kernel, other reads keep the value",

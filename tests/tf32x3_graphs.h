@@ -4,7 +4,7 @@
 
 namespace mlpc::testing {
 
-// Every f32 GEMM cut into two K-chunks (K 512 -> 256, K 256 -> 128) at -O2: m1's relu+bias
+// Every f32 GEMM cut into four K-chunks (K 512 -> 128, K 256 -> 64) at -O2: m1's relu+bias
 // epilogue rides the last chunk; m2 + r folds into one GEMM with the other as its residual,
 // which enters with the first chunk.
 inline constexpr const char* kChunkedTf32x3 = R"(func @chunked(%x: f32[M, 512]) -> f32[M, 128] {
