@@ -101,7 +101,10 @@ std::vector<GemmStep> chunk_steps(const GemmStep& whole, int64_t chunk) {
     c.k_begin = 3 * chunk * j;
     c.row_stride = whole.stored_k();
     c.accumulate = j > 0;
-    if (j > 0) c.residual = -1;
+    if (j > 0 && whole.residual >= 0) {  // it entered with the first chunk
+      c.residual = -1;
+      if (const size_t at = c.op.find("_residual"); at != std::string::npos) c.op.erase(at, 9);
+    }
     if (j + 1 < count) {
       c.epilogue = Epilogue::None;
       c.bias = -1;
@@ -137,7 +140,7 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
     Plan trial = plan;
     std::vector<Step> replaced{*gemm}, rewritten;
     GemmStep split = *gemm;
-    // Chunks as accurate as IEEE fp32 where K allows them, else one chunk (codegen/tf32x3.h).
+    // Chunks at IEEE fp32's accuracy where K allows them, else one chunk (codegen/tf32x3.h).
     const int64_t chunk = tf32x3_chunk_k(gemm->k) > 0 ? tf32x3_chunk_k(gemm->k) : gemm->k;
     size_t inserted = 0;
     if (auto it = split_x.find(gemm->x); it != split_x.end()) {

@@ -5,7 +5,7 @@
 // kernel stores the parts instead of x: no extra pass, no extra launch), and otherwise by a split
 // kernel of its own, shared by every GEMM of the same x. Where K allows (codegen/tf32x3.h's
 // tf32x3_chunk_k) the GEMM becomes one GEMM per K-chunk, each adding to y, which makes it at
-// least as accurate as IEEE fp32; else it stays one GEMM, less accurate. GEMMs that are
+// IEEE fp32's accuracy (within its tolerance); else it stays one GEMM, less accurate. GEMMs that are
 // generated kernels, and GEMMs over a stacked (merged) weight, are left alone.
 #pragma once
 

@@ -37,9 +37,9 @@ struct CompileOptions {
   // measured faster on this GPU at `decide_rows` rows; recorded in Plan::choices.
   GatedGemms gated_gemms = GatedGemms::Off;
   // f32 GEMMs: IEEE fp32 (CUDA cores, what PyTorch runs with TF32 off), 3xTF32 (TF32 tensor
-  // cores in K-chunks, at least as accurate where K allows the chunks: codegen/tf32x3.h), or
-  // 3xTF32 where it is as accurate and measured faster on this GPU at `decide_rows` rows (the
-  // CLI's -O2 default); recorded in Plan::choices.
+  // cores in K-chunks, within IEEE's tolerance where K allows the chunks: codegen/tf32x3.h), or
+  // chunked 3xTF32 where measured faster on this GPU at `decide_rows` rows; recorded in
+  // Plan::choices. Ieee unless asked: results change.
   Fp32Gemms fp32_gemms = Fp32Gemms::Ieee;
 };
 

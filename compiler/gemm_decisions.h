@@ -83,8 +83,8 @@ codegen::KernelChoice decide_gated_gemm(double gated_us, double apart_us, int64_
 codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, const std::string& arch,
                                              bool use_cache = true);
 
-// With --fp32-gemms auto (-O2's default), f32 GEMMs as three TF32 tensor-core products in
-// K-chunks (codegen/tf32x3.h: at least as accurate as IEEE fp32) replace IEEE fp32 GEMMs (CUDA
+// With --fp32-gemms auto, f32 GEMMs as three TF32 tensor-core products in K-chunks
+// (codegen/tf32x3.h: within IEEE fp32's tolerance, not equal to it) replace IEEE fp32 GEMMs (CUDA
 // cores) when their time inside a CUDA graph, splitting x included, is at least this much lower.
 // A GEMM whose K cannot be cut so keeps IEEE fp32 under auto.
 inline constexpr double kTf32x3MinGain = 0.02;
@@ -94,8 +94,8 @@ inline constexpr int kTf32x3Repeats = 2;
 codegen::KernelChoice decide_tf32x3(double tf32x3_us, double ieee_us, int64_t rows);
 
 // The decider for `mode` at `rows` rows (nullptr for Ieee). Tf32x3 takes every f32 GEMM (in one
-// chunk where K cannot be cut: less accurate); Measure times both on this GPU where 3xTF32 is as
-// accurate (without a GPU it keeps IEEE fp32, and says so).
+// chunk where K cannot be cut: less accurate); Measure times both on this GPU where K allows the
+// chunks (without a GPU it keeps IEEE fp32, and says so).
 codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cache = true);
 
 }  // namespace mlpc

@@ -121,7 +121,7 @@ std::string plan_text(const CompiledGraph& c, int64_t batch) {
   int i = 0;
   for (const codegen::Step& s : p.steps) {
     StepFacts f = step_facts(p, s, batch);
-    out += fmt::format("  {:>2}. {:<9} {:<32} {:<30} {:>9.2f} MB", i++, f.kind, f.name,
+    out += fmt::format("  {:>2}. {:<9} {:<32} {:<36} {:>9.2f} MB", i++, f.kind, f.name,
                        fmt::format("{}", fmt::join(f.ops, "+")), f.bytes / 1e6);
     if (f.flops > 0) out += fmt::format("  {:.2f} GFLOP", f.flops / 1e9);
     out += "\n";

@@ -82,9 +82,9 @@ TEST_CASE("gated GEMMs: geglu's gate, up and gelu*mul become one kernel, the res
   CompiledGraph c = compile(make_sample("geglu"), gated_options(GatedGemms::On));
   CHECK(plan_text(c, 8192).find(
             "plan for @geglu at batch 8192: 2 launches\n"
-            "   0. gated_gemm mlpc_fused_gelu_tanh_mul_0       matmul+matmul+gelu_tanh+mul        "
+            "   0. gated_gemm mlpc_fused_gelu_tanh_mul_0       matmul+matmul+gelu_tanh+mul              "
             "72.35 MB  77.31 GFLOP\n"
-            "   1. gemm      gemm_down                        matmul                             "
+            "   1. gemm      gemm_down                        matmul                                   "
             "67.63 MB  38.65 GFLOP\n") != std::string::npos);
   const codegen::KernelStep* k = gated_step(c.plan);
   REQUIRE(k);
