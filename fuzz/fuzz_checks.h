@@ -140,6 +140,14 @@ inline void check_pipeline(std::string_view text) {
       for (const codegen::Step& s : plan.steps) {
         const std::vector<int> bufs = codegen::step_buffers(s);
         for (size_t i = 0; i + 1 < bufs.size(); ++i) read(bufs[i]);
+        // A 3xTF32 K-chunk reads its columns of x and w; a later one adds to y, written before.
+        if (const auto* gm = std::get_if<codegen::GemmStep>(&s)) {
+          if (gm->accumulate) read(gm->y);
+          if (gm->k_begin < 0 || gm->k_begin + gm->stored_k() > gm->stored_row() ||
+              (gm->x >= 0 && gm->x < nb &&
+               plan.buffers[gm->x].type.shape.last() != gm->stored_row()))
+            broken("a GEMM's K-chunk lies outside its operands' rows: " + gm->name);
+        }
         write(bufs.back());
       }
       // A derived param (3xTF32 parts) names a param [n, k] and is [n, 3k] itself.
@@ -151,6 +159,8 @@ inline void check_pipeline(std::string_view text) {
         if (!dims.empty()) dims.back() *= 3;
         if (b.role != codegen::BufferRole::Param || b.type.shape.dims != dims)
           broken("a split param is not its source's [n, 3k]: " + b.name);
+        if (b.split_chunk <= 0 || dims.empty() || (dims.back() / 3) % b.split_chunk != 0)
+          broken("a split param's K-chunk does not divide its K: " + b.name);
       }
     }
     // The smallest batch and the largest one the CLI takes (--batch <= 2^24).
