@@ -2,6 +2,7 @@
 // so they all live under one root that one variable moves.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace mlpc::runtime {
@@ -14,5 +15,22 @@ namespace mlpc::runtime {
 // directory cannot be created. Callers whose cache is optional (all of them: a cache must never
 // fail a compile) catch it and carry on without the cache.
 std::string cache_dir();
+
+// Points cache_dir() at a new, empty directory for one scope (through MLPC_CACHE_DIR, restored
+// after) and removes that directory at the end: what a first compile on a fresh machine sees —
+// every cache empty but in use, so a kernel built for a measurement is reused by the plan's
+// build. Not thread-safe (it sets the environment): for the CLI's own measurements.
+class FreshCacheDir {
+ public:
+  FreshCacheDir();  // throws mlpc::Error when no temporary directory can be made
+  ~FreshCacheDir();
+  FreshCacheDir(const FreshCacheDir&) = delete;
+  FreshCacheDir& operator=(const FreshCacheDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::optional<std::string> old_;  // MLPC_CACHE_DIR before, if it was set
+};
 
 }  // namespace mlpc::runtime

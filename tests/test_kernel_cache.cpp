@@ -132,6 +132,27 @@ TEST_CASE("cache_dir follows MLPC_CACHE_DIR, then XDG_CACHE_HOME, then HOME", "[
   }
 }
 
+TEST_CASE("FreshCacheDir: an empty cache for one scope (a cold compile), then the old one",
+          "[cache]") {
+  ScratchDir tmp;
+  const std::string mine = (tmp.path / "mine").string();
+  for (const std::optional<std::string>& before : {std::optional<std::string>(mine),
+                                                   std::optional<std::string>()}) {
+    ScopedEnv env("MLPC_CACHE_DIR", before);
+    std::string fresh_path;
+    {
+      runtime::FreshCacheDir fresh;
+      fresh_path = fresh.path();
+      CHECK(runtime::cache_dir() == fresh_path);
+      CHECK(fs::is_empty(fresh_path));
+      std::ofstream(fs::path(fresh_path) / "entry") << "cubin";  // something cached meanwhile
+    }
+    CHECK_FALSE(fs::exists(fresh_path));  // removed, with what was cached in it
+    const char* now = std::getenv("MLPC_CACHE_DIR");
+    CHECK((now ? std::optional<std::string>(now) : std::nullopt) == before);
+  }
+}
+
 TEST_CASE("a warm cache skips NVRTC and gives the same CUBINs", "[cache]") {
   FreshCache fresh;
   CompiledGraph cold = compile_geglu();
