@@ -63,6 +63,8 @@ struct GemmStep {
   bool accumulate = false;
   int64_t stored_k() const { return tf32x3 ? 3 * k : k; }
   int64_t stored_row() const { return row_stride > 0 ? row_stride : stored_k(); }
+  // Whether cuBLASLt's C enters (beta = 1): a residual, or y itself for a later K-chunk.
+  bool adds_c() const { return residual >= 0 || accumulate; }
 };
 
 // One generated kernel. Its signature is
@@ -100,7 +102,8 @@ struct KernelStep {
 using Step = std::variant<GemmStep, KernelStep>;
 
 // Every buffer index a step names: what it reads first (a GEMM's x, w, bias, residual, -1 where
-// it has none; a kernel's inputs), what it writes last. (An accumulating GEMM also reads y.) The refs form renumbers them in place.
+// it has none; a kernel's inputs), what it writes last; an accumulating GEMM also reads y,
+// which is not listed twice. The refs form renumbers them in place.
 std::vector<int> step_buffers(const Step& s);
 std::vector<int*> step_buffer_refs(Step& s);
 

@@ -31,8 +31,6 @@ cublasLtEpilogue_t lt_epilogue(codegen::Epilogue e) {
 }
 
 bool has_bias(const codegen::GemmStep& s) { return s.epilogue != codegen::Epilogue::None; }
-// Whether cuBLASLt's C enters (beta = 1): a residual, or y itself for an accumulating K-chunk.
-bool has_c(const codegen::GemmStep& s) { return s.residual >= 0 || s.accumulate; }
 
 std::string describe(const codegen::GemmStep& s, int64_t rows) {
   return fmt::format("GEMM {} ({}{}, rows={}, n={}, k={}, epilogue {}{}{})", s.name,
@@ -98,7 +96,7 @@ void GemmLt::set_bias(const codegen::GemmStep& step, Prepared& p, const void* bi
 
 GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) {
   const Key key{step.n, step.k, rows, static_cast<int>(step.dtype),
-                static_cast<int>(step.epilogue), has_c(step), step.tf32x3, step.stored_row()};
+                static_cast<int>(step.epilogue), step.adds_c(), step.tf32x3, step.stored_row()};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   MLPC_ASSERT(step.n > 0 && step.k > 0 && rows > 0, "empty GEMM " + step.name);
 
@@ -194,7 +192,7 @@ cublasStatus_t GemmLt::launch(const codegen::GemmStep& step, Prepared& p,
   // (a host-side attribute, read when the launch is enqueued or captured).
   set_bias(step, p, ops.bias);
   // C = D = y in place for an accumulating chunk (same layout: cuBLASLt allows it).
-  const float alpha = 1.0f, beta = has_c(step) ? 1.0f : 0.0f;
+  const float alpha = 1.0f, beta = step.adds_c() ? 1.0f : 0.0f;
   const void* c = ops.residual ? ops.residual : ops.y;
   return cublasLtMatmul(handle_, p.desc, &alpha, ops.w, p.a, ops.x, p.b, &beta, c, p.c, ops.y,
                         p.c, &algo, workspace_, kWorkspaceBytes, stream);

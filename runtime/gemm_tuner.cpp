@@ -89,8 +89,7 @@ std::string gemm_tuning_key(const GemmKey& k) {
 std::string gemm_tuning_key(const codegen::GemmStep& step, int64_t rows, const std::string& arch,
                             const std::string& cublaslt_version) {
   return gemm_tuning_key({arch, step.dtype, rows, step.n, step.k, step.epilogue,
-                          step.residual >= 0 || step.accumulate, cublaslt_version, step.tf32x3,
-                          step.row_stride});
+                          step.adds_c(), cublaslt_version, step.tf32x3, step.row_stride});
 }
 
 std::string cublaslt_version() {
