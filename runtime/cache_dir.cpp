@@ -36,22 +36,22 @@ std::string cache_dir() {
   return dir.string();
 }
 
-FreshCacheDir::FreshCacheDir() {
+namespace {
+
+std::string make_temp_dir() {
   namespace fs = std::filesystem;
   std::string tmpl = (fs::temp_directory_path() / "mlpc-cold-XXXXXX").string();
   if (!::mkdtemp(tmpl.data()))
     throw Error("cannot make a temporary cache directory under " +
                 fs::temp_directory_path().string());
-  path_ = tmpl;
-  if (const char* v = std::getenv("MLPC_CACHE_DIR")) old_ = v;
-  ::setenv("MLPC_CACHE_DIR", path_.c_str(), 1);
+  return tmpl;
 }
 
+}  // namespace
+
+FreshCacheDir::FreshCacheDir() : path_(make_temp_dir()), env_("MLPC_CACHE_DIR", path_) {}
+
 FreshCacheDir::~FreshCacheDir() {
-  if (old_)
-    ::setenv("MLPC_CACHE_DIR", old_->c_str(), 1);
-  else
-    ::unsetenv("MLPC_CACHE_DIR");
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);  // best effort: a leftover temp dir harms nothing
 }

@@ -2,8 +2,9 @@
 // so they all live under one root that one variable moves.
 #pragma once
 
-#include <optional>
 #include <string>
+
+#include "runtime/scoped_env.h"
 
 namespace mlpc::runtime {
 
@@ -30,7 +31,7 @@ class FreshCacheDir {
 
  private:
   std::string path_;
-  std::optional<std::string> old_;  // MLPC_CACHE_DIR before, if it was set
+  ScopedEnv env_;  // MLPC_CACHE_DIR = path_ while this lives
 };
 
 }  // namespace mlpc::runtime

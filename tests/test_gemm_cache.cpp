@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
-#include "scoped_env.h"
 #include "scratch_dir.h"
 #include <filesystem>
 #include <fstream>
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/gemm_tuner.h"
+#include "runtime/scoped_env.h"
 
 namespace fs = std::filesystem;
 using namespace mlpc;
@@ -25,7 +25,7 @@ using namespace mlpc::runtime;
 
 namespace {
 
-using mlpc::test::ScopedEnv;
+using mlpc::runtime::ScopedEnv;
 
 using mlpc::test::ScratchDir;
 

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 
-#include "scoped_env.h"
 #include "scratch_dir.h"
 #include <filesystem>
 #include <fstream>
@@ -24,6 +23,7 @@
 #include "ir/error.h"
 #include "runtime/cache_dir.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/scoped_env.h"
 
 namespace fs = std::filesystem;
 using namespace mlpc;
@@ -33,7 +33,7 @@ using runtime::kernel_cache_key;
 namespace {
 
 // Sets (or unsets, with nullopt) an environment variable and restores its old value on exit.
-using mlpc::test::ScopedEnv;
+using mlpc::runtime::ScopedEnv;
 
 using mlpc::test::ScratchDir;
 

@@ -14,13 +14,13 @@
 #include "compiler/logs.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
-#include "scoped_env.h"
+#include "runtime/scoped_env.h"
 #include "scratch_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using mlpc::test::ScopedEnv;
+using mlpc::runtime::ScopedEnv;
 using mlpc::test::ScratchDir;
 
 std::string slurp(const fs::path& p) {

@@ -5,7 +5,6 @@
 
 #include <catch2/catch.hpp>
 
-#include "../scoped_env.h"
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +19,7 @@
 #include "runtime/executor.h"
 #include "runtime/gemm_tuner.h"
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/scoped_env.h"
 #include "runtime/timing.h"
 
 using namespace mlpc;
@@ -266,7 +266,7 @@ namespace {
 namespace fs = std::filesystem;
 using codegen::Epilogue;
 
-using mlpc::test::ScopedEnv;
+using mlpc::runtime::ScopedEnv;
 
 // Tuning results of one test go to a fresh MLPC_CACHE_DIR, never to the user's cache; tuning
 // and graphs are on whatever the environment says.

@@ -1,12 +1,14 @@
 // Sets (or unsets) an environment variable for one scope and restores it after: tests that
-// point MLPC_CACHE_DIR at a scratch folder must leave the process as they found it.
+// point MLPC_CACHE_DIR at a scratch folder, and the CLI's cold-compile measurement
+// (runtime/cache_dir.h's FreshCacheDir), must leave the process as they found it. Not
+// thread-safe: it sets the environment.
 #pragma once
 
 #include <cstdlib>
 #include <optional>
 #include <string>
 
-namespace mlpc::test {
+namespace mlpc::runtime {
 
 class ScopedEnv {
  public:
@@ -31,4 +33,4 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-}  // namespace mlpc::test
+}  // namespace mlpc::runtime
