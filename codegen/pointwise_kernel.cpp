@@ -99,7 +99,8 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
     if (l.access == Access::Strided && (l.ld % vec != 0 || l.offset % vec != 0)) vec = 1;
   }
   const int64_t chunk = options.tf32x3_chunk > 0 ? options.tf32x3_chunk : k.row_len;
-  MLPC_ASSERT(!split || k.row_len % chunk == 0, "TF32 chunk does not divide the row of %" + fused.name);
+  MLPC_ASSERT(!split || k.row_len % chunk == 0,
+              "TF32 chunk does not divide the row of %" + fused.name);
   if (split && chunk % vec != 0) vec = 1;  // the three parts of a vector share a chunk
   k.vec = vec;
   const bool any_row = std::any_of(loads.begin(), loads.end(),

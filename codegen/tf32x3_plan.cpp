@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "codegen/cuda_ops.h"
 #include "codegen/pointwise_kernel.h"
@@ -101,14 +102,13 @@ std::vector<GemmStep> chunk_steps(const GemmStep& whole, int64_t chunk) {
     c.k_begin = 3 * chunk * j;
     c.row_stride = whole.stored_k();
     c.accumulate = j > 0;
-    if (j > 0 && whole.residual >= 0) {  // it entered with the first chunk
-      c.residual = -1;
-      if (const size_t at = c.op.find("_residual"); at != std::string::npos) c.op.erase(at, 9);
-    }
-    if (j + 1 < count) {
+    if (j > 0) c.residual = -1;  // the residual enters once, with the first chunk
+    if (j + 1 < count) {  // the epilogue applies once, to the sum
       c.epilogue = Epilogue::None;
       c.bias = -1;
-      c.op = j == 0 && whole.residual >= 0 ? "matmul_residual" : "matmul";
+      c.op = c.residual >= 0 ? "matmul_residual" : "matmul";
+    } else if (const size_t at = c.op.find("_residual"); at != std::string::npos) {
+      c.op.erase(at, std::string_view("_residual").size());
     }
     out.push_back(std::move(c));
   }
@@ -141,7 +141,8 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
     std::vector<Step> replaced{*gemm}, rewritten;
     GemmStep split = *gemm;
     // Chunks at IEEE fp32's accuracy where K allows them, else one chunk (codegen/tf32x3.h).
-    const int64_t chunk = tf32x3_chunk_k(gemm->k) > 0 ? tf32x3_chunk_k(gemm->k) : gemm->k;
+    const int64_t ieee_chunk = tf32x3_chunk_k(gemm->k);
+    const int64_t chunk = ieee_chunk > 0 ? ieee_chunk : gemm->k;
     size_t inserted = 0;
     if (auto it = split_x.find(gemm->x); it != split_x.end()) {
       split.x = it->second;
