@@ -307,7 +307,8 @@ KernelStep RowKernel::run() {
         src_ += fmt::format("    const auto* __restrict__ row{0} = in{0};\n", i);
         break;
       case ir::RowRole::PerRow:
-        src_ += fmt::format("    const float {} = mlpc_to_float(in{}[row]);\n", element_var(name), i);
+        src_ += fmt::format("    const float {} = mlpc_to_float(in{}[row]);\n",
+                            element_var(name), i);
         break;
     }
   }
@@ -383,7 +384,8 @@ KernelStep RowKernel::run() {
     src_ += fmt::format("    // The output row.\n"
                         "    {}* __restrict__ out_row = out + row * kRowLen;\n",
                         cuda_type(fused_.type.dtype));
-    emit_chunk_loop(cone(out), fmt::format("        y[k] = {};\n", element_var(body_.node(out).name)),
+    emit_chunk_loop(cone(out),
+                    fmt::format("        y[k] = {};\n", element_var(body_.node(out).name)),
                     "      float y[kVec];\n", "      mlpc_store<kVec>(out_row + col, y);\n");
   } else {
     src_ += fmt::format("    if (lane == 0) mlpc_from_float({}, &out[row]);\n",

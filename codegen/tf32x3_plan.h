@@ -4,9 +4,9 @@
 // x3 is written by the pointwise kernel that computes x when this GEMM is x's only reader (that
 // kernel stores the parts instead of x: no extra pass, no extra launch), and otherwise by a split
 // kernel of its own, shared by every GEMM of the same x. Where K allows (codegen/tf32x3.h's
-// tf32x3_chunk_k) the GEMM becomes one GEMM per K-chunk, each adding to y, which makes it at
-// IEEE fp32's accuracy (within its tolerance); else it stays one GEMM, less accurate. GEMMs that are
-// generated kernels, and GEMMs over a stacked (merged) weight, are left alone.
+// tf32x3_chunk_k) the GEMM becomes one GEMM per K-chunk, each adding to y, which keeps it at
+// IEEE fp32's accuracy (within its tolerance); else it stays one GEMM, less accurate. GEMMs
+// that are generated kernels, and GEMMs over a stacked (merged) weight, are left alone.
 #pragma once
 
 #include "codegen/plan_builder.h"

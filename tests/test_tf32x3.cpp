@@ -173,7 +173,8 @@ TEST_CASE("3xTF32: mlp3's GEMMs run in K-chunks over split buffers the GELU kern
   CHECK(p.choices.back().why == "3xTF32 (--fp32-gemms tf32x3), K in 8 chunks of 512");
 }
 
-TEST_CASE("3xTF32 K-chunks: the residual enters with the first chunk and a nonlinear epilogue with the last",
+TEST_CASE("3xTF32 K-chunks: the residual enters with the first chunk and a nonlinear epilogue "
+          "with the last",
           "[tf32x3]") {
   const ir::Graph g = ir::parse(testing::kChunkedTf32x3, "chunked.mlp");
   const CompiledGraph c = compile(g, tf32_options(Fp32Gemms::Tf32x3));
