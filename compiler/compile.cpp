@@ -5,9 +5,8 @@
 
 #include "codegen/plan_builder.h"
 #include "compiler/logs.h"
-#include "runtime/cached_compiler.h"
 #include "runtime/device.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/kernel_builds.h"
 
 namespace mlpc {
 namespace {
@@ -22,6 +21,7 @@ double ms_since(Clock::time_point t0) {
 
 CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   CompiledGraph c;
+  auto phase = Clock::now();
   const int64_t rows = options.decide_rows > 0 ? options.decide_rows : kDefaultDecideRows;
   c.pipeline = passes::run_pipeline(
       g, {.fusion = options.fusion,
@@ -29,6 +29,8 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
           .merge_gemms = options.fusion ? merge_decider(options.merge_gemms, rows)
                                         : passes::GemmMergeDecider{},
           .epilogue_decider = epilogue_decider(options.measure_epilogues, rows)});
+  c.passes_ms = ms_since(phase);
+  phase = Clock::now();
   c.arch = options.arch.empty() ? runtime::device_arch() : options.arch;
   c.plan = codegen::build_plan(
       c.pipeline.graph,
@@ -37,24 +39,16 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
        .gated_gemm_decider =
            gated_gemm_decider(options.gated_gemms, rows, c.arch, options.use_cache),
        .tf32x3_decider = tf32x3_decider(options.fp32_gemms, rows, options.use_cache)});
+  c.plan_ms = ms_since(phase);
   log_compile(c);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   if (!options.build_kernels) return c;
   auto t0 = Clock::now();
-
-  runtime::CachedCompiler compiler(c.arch, options.use_cache);
-  // Gated GEMMs use WGMMA and setmaxnreg: built for the arch-specific target (sm_90a), by a
-  // compiler made only when a plan has one.
-  std::optional<runtime::CachedCompiler> specific;
-  c.cache_enabled = compiler.cache_enabled();
-  for (const codegen::Step& s : c.plan.steps) {
-    auto* k = std::get_if<codegen::KernelStep>(&s);
-    if (!k) continue;
-    if (k->gated && !specific) specific.emplace(runtime::arch_specific(c.arch), options.use_cache);
-    runtime::CachedCompiler::Cubin cubin = (k->gated ? *specific : compiler).get(k->source, k->name);
-    ++(cubin.hit ? c.cache_hits : c.cache_misses);
-    c.nvrtc_ms += cubin.nvrtc_ms;
-    c.cubins[k->name] = std::move(cubin.bytes);
-  }
+  runtime::KernelBuilds built = runtime::build_kernels(c.plan.steps, c.arch, options.use_cache);
+  c.cubins = std::move(built.cubins);
+  c.cache_hits = built.hits;
+  c.cache_misses = built.misses;
+  c.nvrtc_ms = built.nvrtc_ms;
+  c.cache_enabled = built.cache_enabled;
   c.compile_ms = ms_since(t0);
   return c;
 }

@@ -48,8 +48,13 @@ struct CompiledGraph {
   codegen::Plan plan;
   std::map<std::string, std::vector<char>> cubins;  // kernel name -> CUBIN
   std::string arch;
-  double nvrtc_ms = 0.0;    // time spent in NVRTC only (cache misses)
-  double compile_ms = 0.0;  // wall time of the whole kernel-building phase, cache hits included
+  // Wall time of each phase. passes_ms and plan_ms include the -O2 decisions measured on the GPU
+  // (merged and epilogue GEMMs in the passes; small, gated and 3xTF32 GEMMs in the plan: each
+  // times both alternatives, NVRTC of their kernels included).
+  double passes_ms = 0.0;
+  double plan_ms = 0.0;
+  double nvrtc_ms = 0.0;    // NVRTC's time summed over the plan's kernels it built (cache misses)
+  double compile_ms = 0.0;  // wall time of building the plan's kernels (in parallel), hits included
   // Kernels found in the on-disk cache / built by NVRTC; hits + misses = number of kernels.
   // With the cache off every kernel is a miss.
   int cache_hits = 0;

@@ -11,11 +11,10 @@
 
 #include "codegen/tf32x3_plan.h"
 #include "ir/error.h"
-#include "runtime/cached_compiler.h"
 #include "runtime/device.h"
 #include "runtime/gemm_bench.h"
 #include "runtime/gemm_tuner.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/kernel_builds.h"
 
 namespace mlpc {
 
@@ -146,33 +145,53 @@ codegen::Plan steps_plan(const codegen::Plan& so_far, std::vector<codegen::Step>
   return p;
 }
 
-// µs per pass of `steps` (of `plan`), timed `repeats` passes in a row inside one CUDA graph;
-// kernels built for `arch` (gated GEMM kernels for its arch-specific target). Cached under the
-// kernels' source keys (as the CUBIN cache keys them) and the GEMMs' tuning keys: a kernel is
-// built only when the time is not cached.
-double steps_us(runtime::GemmBench& b, const codegen::Plan& plan,
-                const std::vector<codegen::Step>& steps, const std::string& arch, int64_t rows,
-                int repeats, bool use_cache) {
-  runtime::CachedCompiler generic(arch, use_cache);
-  std::optional<runtime::CachedCompiler> specific;
-  auto compiler_for = [&](const codegen::KernelStep& k) -> runtime::CachedCompiler& {
-    if (!k.gated) return generic;
-    if (!specific) specific.emplace(runtime::arch_specific(arch), use_cache);
-    return *specific;
-  };
+// The timing cache key of `steps` run `repeats` passes in a row at `rows` rows for `arch`:
+// kernels by their CUBIN cache keys, GEMMs by their tuning keys.
+std::string steps_key(const std::vector<codegen::Step>& steps, const std::string& arch,
+                      int64_t rows, int repeats) {
   std::string key = fmt::format("{}|graph{}|M{}", arch, repeats, rows);
   for (const codegen::Step& s : steps) {
     if (auto* g = std::get_if<codegen::GemmStep>(&s))
       key += "|" + runtime::gemm_tuning_key(*g, rows, arch, runtime::cublaslt_version());
     else if (auto* k = std::get_if<codegen::KernelStep>(&s))
-      key += "|" + compiler_for(*k).key(k->source);
+      key += "|" + runtime::kernel_build_key(*k, arch);
   }
-  if (auto us = b.cached_us(key)) return *us / repeats;
-  std::map<std::string, std::vector<char>> cubins;
-  for (const codegen::Step& s : steps)
-    if (auto* k = std::get_if<codegen::KernelStep>(&s))
-      cubins[k->name] = compiler_for(*k).get(k->source, k->name).bytes;
-  return b.graph_us(steps_plan(plan, steps, repeats), cubins, rows, key) / repeats;
+  return key;
+}
+
+// One side of a decision: `steps` of `plan`.
+struct Alternative {
+  const codegen::Plan* plan;
+  std::vector<codegen::Step> steps;
+};
+
+// µs per pass of each alternative, timed `repeats` passes in a row inside one CUDA graph, with
+// kernels built for `arch`. Cached under steps_key. The kernels of every alternative not cached
+// are built at once (runtime::build_kernels, one thread each) before any is timed.
+std::vector<double> alternatives_us(runtime::GemmBench& b, const std::vector<Alternative>& alts,
+                                    const std::string& arch, int64_t rows, int repeats,
+                                    bool use_cache) {
+  std::vector<double> us(alts.size(), 0.0);
+  std::vector<std::string> keys;
+  std::vector<codegen::Step> to_build;
+  for (size_t i = 0; i < alts.size(); ++i) {
+    keys.push_back(steps_key(alts[i].steps, arch, rows, repeats));
+    if (auto cached = b.cached_us(keys[i]))
+      us[i] = *cached / repeats;
+    else
+      to_build.insert(to_build.end(), alts[i].steps.begin(), alts[i].steps.end());
+  }
+  if (to_build.empty()) return us;
+  const runtime::KernelBuilds built = runtime::build_kernels(to_build, arch, use_cache);
+  for (size_t i = 0; i < alts.size(); ++i) {
+    if (us[i] > 0) continue;
+    std::map<std::string, std::vector<char>> cubins;
+    for (const codegen::Step& s : alts[i].steps)
+      if (auto* k = std::get_if<codegen::KernelStep>(&s)) cubins[k->name] = built.cubins.at(k->name);
+    us[i] = b.graph_us(steps_plan(*alts[i].plan, alts[i].steps, repeats), cubins, rows, keys[i]) /
+            repeats;
+  }
+  return us;
 }
 
 }  // namespace
@@ -193,9 +212,9 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       runtime::GemmBench& b = **bench;
       const std::string arch = runtime::device_arch();
-      const double kernel_us = steps_us(b, plan, {k}, arch, rows, kSmallGemmRepeats, use_cache);
-      const double gemm_us = steps_us(b, plan, {g}, arch, rows, kSmallGemmRepeats, use_cache);
-      return decide_small_gemm(kernel_us, gemm_us, rows);
+      const std::vector<double> us = alternatives_us(b, {{&plan, {k}}, {&plan, {g}}}, arch, rows,
+                                                     kSmallGemmRepeats, use_cache);
+      return decide_small_gemm(us[0], us[1], rows);
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
       return codegen::KernelChoice{false, fmt::format("cuBLASLt: could not time: {}", e.what())};
     }
@@ -227,9 +246,9 @@ codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, cons
     try {
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       runtime::GemmBench& b = **bench;
-      const double gated_us = steps_us(b, plan, {gated}, arch, rows, kGatedRepeats, use_cache);
-      const double apart_us = steps_us(b, plan, apart, arch, rows, kGatedRepeats, use_cache);
-      return decide_gated_gemm(gated_us, apart_us, rows);
+      const std::vector<double> us = alternatives_us(b, {{&plan, {gated}}, {&plan, apart}}, arch,
+                                                     rows, kGatedRepeats, use_cache);
+      return decide_gated_gemm(us[0], us[1], rows);
     } catch (const Error& e) {  // a measurement that fails leaves the steps as they were
       return codegen::KernelChoice{false, fmt::format("kept apart: could not time: {}", e.what())};
     }
@@ -274,10 +293,9 @@ codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cac
     try {
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       const std::string arch = runtime::device_arch();
-      const double split_us =
-          steps_us(**bench, trial, rewritten, arch, rows, kTf32x3Repeats, use_cache);
-      const double ieee_us = steps_us(**bench, plan, replaced, arch, rows, kTf32x3Repeats, use_cache);
-      codegen::KernelChoice c = decide_tf32x3(split_us, ieee_us, rows);
+      const std::vector<double> us = alternatives_us(
+          **bench, {{&trial, rewritten}, {&plan, replaced}}, arch, rows, kTf32x3Repeats, use_cache);
+      codegen::KernelChoice c = decide_tf32x3(us[0], us[1], rows);
       if (c.use_kernel) c.why += ", " + cut;
       return c;
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was

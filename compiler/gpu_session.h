@@ -30,8 +30,9 @@ struct ModeResult {
   int launches = 0;
   bool cuda_graph = false;
   int64_t activation_bytes = 0;   // the arena: inputs, intermediates, outputs (reused when dead)
-  double compile_cold_ms = 0;     // compile() with no kernel cache: passes, codegen, NVRTC
+  double compile_cold_ms = 0;     // compile() with an empty cache: passes, codegen, NVRTC
   double compile_warm_ms = 0;     // compile() with every kernel in the on-disk cache
+  nlohmann::json compile_cold_phases;  // the cold compile's passes_ms, plan_ms, kernels_ms, nvrtc_ms
   std::vector<runtime::GemmChoice> gemms;
   nlohmann::json steps;  // per launch: name, kind, GPU µs alone, bytes, GB/s (or TFLOP/s)
   Check check;

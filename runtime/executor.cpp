@@ -285,22 +285,54 @@ void* Executor::param_storage(int i) {
   return params_[i];
 }
 
+void* Executor::settable(int i) {
+  const codegen::Buffer& b = plan_.buffers[i];
+  if (b.split_of >= 0)
+    throw Error(fmt::format("param {} holds the TF32 parts of {}: set {} instead", b.name,
+                            plan_.buffers[b.split_of].name, plan_.buffers[b.split_of].name));
+  if (b.stacked)
+    throw Error(fmt::format("param {} is a concat: set the params it stacks instead", b.name));
+  return b.role == codegen::BufferRole::Param ? param_storage(i) : device_ptr(i);
+}
+
+void Executor::fill_tensor(const std::string& name, const HostTensor& pattern) {
+  const int i = buffer_index(name);
+  const codegen::Buffer& b = plan_.buffers[i];
+  if (pattern.dtype != b.type.dtype || pattern.data.empty())
+    throw Error(fmt::format("pattern for {}: expected {} values, got {} {}", name,
+                            ir::dtype_name(b.type.dtype), pattern.data.size(),
+                            ir::dtype_name(pattern.dtype)));
+  const bool has_parts = std::any_of(plan_.buffers.begin(), plan_.buffers.end(),
+                                     [&](const codegen::Buffer& o) { return o.split_of == i; });
+  if (has_parts || b.view_of >= 0)
+    throw Error(fmt::format("buffer {} has TF32 parts or is stacked into a concat: set it with "
+                            "set_tensor", name));
+  char* dst = static_cast<char*>(settable(i));
+  const size_t total = static_cast<size_t>(b.numel(batch_ < 0 ? 1 : batch_)) *
+                       ir::dtype_size(b.type.dtype);
+  const std::vector<uint8_t> bytes = encode(pattern);
+  size_t filled = std::min(bytes.size(), total);
+  if (filled > 0) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), filled, cudaMemcpyHostToDevice));
+  // Doubling on the device: log2(total / pattern) copies, no host tensor of the whole size.
+  while (filled > 0 && filled < total) {
+    const size_t n = std::min(filled, total - filled);
+    MLPC_CUDA(cudaMemcpy(dst + filled, dst, n, cudaMemcpyDeviceToDevice));
+    filled += n;
+  }
+  set_[i] = true;
+}
+
 void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
-  if (b.split_of >= 0)
-    throw Error(fmt::format("param {} holds the TF32 parts of {}: set {} instead", name,
-                            plan_.buffers[b.split_of].name, plan_.buffers[b.split_of].name));
   const std::vector<int64_t> dims = bound_dims(i);
   if (t.dtype != b.type.dtype || t.dims != dims ||
       static_cast<int64_t>(t.data.size()) != b.numel(batch_ < 0 ? 1 : batch_))
     throw Error(fmt::format("tensor for {}: expected {}[{}], got {}[{}] with {} values", name,
                             ir::dtype_name(b.type.dtype), fmt::join(dims, ", "),
                             ir::dtype_name(t.dtype), fmt::join(t.dims, ", "), t.data.size()));
-  if (b.stacked)
-    throw Error(fmt::format("param {} is a concat: set the params it stacks instead", name));
+  void* dst = settable(i);
   const std::vector<uint8_t> bytes = encode(t);
-  void* dst = b.role == codegen::BufferRole::Param ? param_storage(i) : device_ptr(i);
   // In place, at the same address: captured graphs stay valid and see the new values.
   if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   set_[i] = true;

@@ -38,9 +38,10 @@ struct DeviceBuffer {
   }
 };
 
-// Fills `count` elements of `dtype` at `dst` with uniform values in [-scale, scale]: a 1 Mi
-// element pattern, repeated (the GEMM's power draw depends on the bits toggling, not on the
-// values being unique).
+// Timing operands are a pattern of this many random values, repeated.
+constexpr int64_t kPatternValues = int64_t{1} << 20;
+
+// `dims` of uniform values in [-scale, scale], rounded to `dtype`.
 HostTensor random_tensor(ir::DType dtype, std::vector<int64_t> dims, double scale, uint32_t seed) {
   int64_t count = 1;
   for (int64_t d : dims) count *= d;
@@ -51,8 +52,10 @@ HostTensor random_tensor(ir::DType dtype, std::vector<int64_t> dims, double scal
   return t;
 }
 
+// Fills `count` elements of `dtype` at `dst` with uniform values in [-scale, scale]: a pattern,
+// repeated (the GEMM's power draw depends on the bits toggling, not on the values being unique).
 void fill_random(void* dst, int64_t count, ir::DType dtype, double scale, uint32_t seed) {
-  const int64_t pattern = std::min<int64_t>(count, int64_t{1} << 20);
+  const int64_t pattern = std::min(count, kPatternValues);
   const std::vector<uint8_t> bytes = encode(random_tensor(dtype, {pattern}, scale, seed));
   const int64_t size = static_cast<int64_t>(ir::dtype_size(dtype));
   for (int64_t at = 0; at < count; at += pattern) {
@@ -167,10 +170,13 @@ double GemmBench::graph_us(const codegen::Plan& plan,
   for (const codegen::Buffer& b : plan.buffers) {
     if (!b.uploaded()) continue;
     // Inputs U(-1, 1); params scaled as nn.Linear initializes them, so sums stay in range.
+    // A 1 Mi-value pattern, repeated (as fill_random: the time depends on the bits toggling,
+    // not on every value being unique); drawing every value took ~100 ms per [8192, 768] input.
     const int64_t fan_in = b.type.shape.rank() > 1 ? b.type.shape.last() : 1;
     const double scale = b.role == codegen::BufferRole::Input ? 1.0 : 1.0 / std::sqrt(fan_in);
-    ex.set_tensor(b.name, random_tensor(b.type.dtype, concrete_dims(b.type.shape, rows), scale,
-                                        seed++));
+    const int64_t count = b.numel(rows);
+    ex.fill_tensor(b.name, random_tensor(b.type.dtype, {std::min(count, kPatternValues)}, scale,
+                                         seed++));
   }
   const Timing t = time_forward(ex, nullptr, {.warmup = 3, .reps = 7, .min_rep_ms = 2.0});
   GemmAlgoRecord rec;  // no algorithm: one "candidate", the plan

@@ -238,6 +238,31 @@ TEST_CASE("executor reports misuse clearly", "[gpu]") {
   CHECK_THROWS_WITH(Executor(plan, {}), Contains("no CUBIN for kernel mlpc_test_bias_add_bf16"));
 }
 
+TEST_CASE("fill_tensor repeats a pattern over a whole buffer", "[gpu]") {
+  auto dt = GENERATE(ir::DType::BF16, ir::DType::F32);
+  codegen::Plan plan = linear_plan(dt);
+  Executor ex(plan, compile_kernels(plan));
+  const int64_t m = 37;  // x holds 37 * 64 values: not a multiple of the pattern's 5
+  ex.bind_batch(m);
+  const HostTensor pattern = make(dt, {5}, [](int64_t i) { return 0.25 * (i - 2); });
+  ex.fill_tensor("x", pattern);
+  ex.fill_tensor("w", pattern);
+  ex.fill_tensor("b", pattern);
+  ex.run();  // every input and param counts as set
+  for (int buffer : {0, 1, 2}) {
+    const HostTensor got = ex.download(buffer);
+    INFO("buffer " << plan.buffers[static_cast<size_t>(buffer)].name);
+    REQUIRE(got.numel() == plan.buffers[static_cast<size_t>(buffer)].numel(m));
+    int bad = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) bad += got.data[i] != pattern.data[i % 5];
+    CHECK(bad == 0);
+  }
+  CHECK_THROWS_WITH(ex.fill_tensor("x", make(dt == ir::DType::F32 ? ir::DType::BF16 : ir::DType::F32,
+                                            {5}, [](int64_t) { return 1.0; })),
+                    Contains("pattern for x: expected"));
+  CHECK_THROWS_WITH(ex.fill_tensor("x", HostTensor{dt, {0}, {}}), Contains("pattern for x"));
+}
+
 TEST_CASE("time_forward reports a per-forward time", "[gpu]") {
   codegen::Plan plan = linear_plan(ir::DType::BF16);
   Executor ex(plan, compile_kernels(plan));

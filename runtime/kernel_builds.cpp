@@ -1,0 +1,64 @@
+#include "runtime/kernel_builds.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "runtime/cached_compiler.h"
+#include "runtime/nvrtc_compiler.h"
+
+namespace mlpc::runtime {
+std::string kernel_build_key(const codegen::KernelStep& k, const std::string& arch) {
+  return CachedCompiler(k.gated ? arch_specific(arch) : arch, /*use_cache=*/false).key(k.source);
+}
+
+KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::string& arch,
+                           bool use_cache) {
+  std::vector<const codegen::KernelStep*> kernels;
+  std::set<std::string> names;
+  for (const codegen::Step& s : steps)
+    if (const auto* k = std::get_if<codegen::KernelStep>(&s); k && names.insert(k->name).second)
+      kernels.push_back(k);
+
+  CachedCompiler generic(arch, use_cache);
+  // Made only when a step needs it: its constructor checks the arch-specific target's options.
+  std::optional<CachedCompiler> gated;
+  if (std::any_of(kernels.begin(), kernels.end(), [](auto* k) { return k->gated; }))
+    gated.emplace(arch_specific(arch), use_cache);
+
+  std::vector<CachedCompiler::Cubin> built(kernels.size());
+  std::vector<std::exception_ptr> failed(kernels.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < kernels.size();) {
+      const codegen::KernelStep& k = *kernels[i];
+      try {
+        built[i] = (k.gated ? *gated : generic).get(k.source, k.name);
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    }
+  };
+  const size_t threads = std::min<size_t>(
+      kernels.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();  // this thread builds too
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+
+  KernelBuilds out;
+  out.cache_enabled = generic.cache_enabled();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    ++(built[i].hit ? out.hits : out.misses);
+    out.nvrtc_ms += built[i].nvrtc_ms;
+    out.cubins[kernels[i]->name] = std::move(built[i].bytes);
+  }
+  return out;
+}
+
+}  // namespace mlpc::runtime
