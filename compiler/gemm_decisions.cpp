@@ -167,29 +167,31 @@ struct Alternative {
 
 // µs per pass of each alternative, timed `repeats` passes in a row inside one CUDA graph, with
 // kernels built for `arch`. Cached under steps_key. The kernels of every alternative not cached
-// are built at once (runtime::build_kernels, one thread each) before any is timed.
+// are built at once (runtime::build_kernels_of, one thread each) before any is timed.
 std::vector<double> alternatives_us(runtime::GemmBench& b, const std::vector<Alternative>& alts,
                                     const std::string& arch, int64_t rows, int repeats,
                                     bool use_cache) {
   std::vector<double> us(alts.size(), 0.0);
   std::vector<std::string> keys;
-  std::vector<codegen::Step> to_build;
+  std::vector<size_t> untimed;
+  std::vector<std::vector<codegen::Step>> to_build;
   for (size_t i = 0; i < alts.size(); ++i) {
     keys.push_back(steps_key(alts[i].steps, arch, rows, repeats));
-    if (auto cached = b.cached_us(keys[i]))
+    if (auto cached = b.cached_us(keys[i])) {
       us[i] = *cached / repeats;
-    else
-      to_build.insert(to_build.end(), alts[i].steps.begin(), alts[i].steps.end());
+    } else {
+      untimed.push_back(i);
+      to_build.push_back(alts[i].steps);
+    }
   }
-  if (to_build.empty()) return us;
-  const runtime::KernelBuilds built = runtime::build_kernels(to_build, arch, use_cache);
-  for (size_t i = 0; i < alts.size(); ++i) {
-    if (us[i] > 0) continue;
-    std::map<std::string, std::vector<char>> cubins;
-    for (const codegen::Step& s : alts[i].steps)
-      if (auto* k = std::get_if<codegen::KernelStep>(&s)) cubins[k->name] = built.cubins.at(k->name);
-    us[i] = b.graph_us(steps_plan(*alts[i].plan, alts[i].steps, repeats), cubins, rows, keys[i]) /
-            repeats;
+  if (untimed.empty()) return us;
+  const std::vector<runtime::KernelBuilds> built =
+      runtime::build_kernels_of(to_build, arch, use_cache);
+  for (size_t j = 0; j < untimed.size(); ++j) {
+    const Alternative& a = alts[untimed[j]];
+    us[untimed[j]] = b.graph_us(steps_plan(*a.plan, a.steps, repeats), built[j].cubins, rows,
+                                keys[untimed[j]]) /
+                     repeats;
   }
   return us;
 }

@@ -1,27 +1,42 @@
 #include "runtime/kernel_builds.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <map>
 #include <optional>
-#include <set>
 #include <thread>
+#include <utility>
 
+#include "ir/error.h"
 #include "runtime/cached_compiler.h"
 #include "runtime/nvrtc_compiler.h"
 
 namespace mlpc::runtime {
+
 std::string kernel_build_key(const codegen::KernelStep& k, const std::string& arch) {
   return CachedCompiler(k.gated ? arch_specific(arch) : arch, /*use_cache=*/false).key(k.source);
 }
 
-KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::string& arch,
-                           bool use_cache) {
+std::vector<KernelBuilds> build_kernels_of(const std::vector<std::vector<codegen::Step>>& lists,
+                                           const std::string& arch, bool use_cache) {
+  // Each distinct kernel (name and source) once, in order of first appearance; `slot` says
+  // which one each list's kernel of a name is.
   std::vector<const codegen::KernelStep*> kernels;
-  std::set<std::string> names;
-  for (const codegen::Step& s : steps)
-    if (const auto* k = std::get_if<codegen::KernelStep>(&s); k && names.insert(k->name).second)
-      kernels.push_back(k);
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  std::vector<std::map<std::string, size_t>> slot(lists.size());
+  for (size_t l = 0; l < lists.size(); ++l)
+    for (const codegen::Step& s : lists[l]) {
+      const auto* k = std::get_if<codegen::KernelStep>(&s);
+      if (!k) continue;
+      auto [it, fresh] = index.try_emplace({k->name, k->source}, kernels.size());
+      if (fresh) kernels.push_back(k);
+      auto [named, first] = slot[l].try_emplace(k->name, it->second);
+      if (!first && named->second != it->second)
+        throw Error(fmt::format("two different kernels named {} in one plan", k->name));
+    }
 
   CachedCompiler generic(arch, use_cache);
   // Made only when a step needs it: its constructor checks the arch-specific target's options.
@@ -51,14 +66,21 @@ KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::s
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
 
-  KernelBuilds out;
-  out.cache_enabled = generic.cache_enabled();
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    ++(built[i].hit ? out.hits : out.misses);
-    out.nvrtc_ms += built[i].nvrtc_ms;
-    out.cubins[kernels[i]->name] = std::move(built[i].bytes);
+  std::vector<KernelBuilds> out(lists.size());
+  for (size_t l = 0; l < lists.size(); ++l) {
+    out[l].cache_enabled = generic.cache_enabled();
+    for (const auto& [name, i] : slot[l]) {
+      ++(built[i].hit ? out[l].hits : out[l].misses);
+      out[l].nvrtc_ms += built[i].nvrtc_ms;
+      out[l].cubins[name] = built[i].bytes;
+    }
   }
   return out;
+}
+
+KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::string& arch,
+                           bool use_cache) {
+  return std::move(build_kernels_of({steps}, arch, use_cache).front());
 }
 
 }  // namespace mlpc::runtime

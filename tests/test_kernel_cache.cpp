@@ -363,3 +363,23 @@ TEST_CASE("a kernel that fails to build fails the build, the first in step order
   // The kernel that built is cached all the same: a second try builds only the broken ones.
   CHECK(entries(fresh.kernels()).size() == 1);
 }
+
+TEST_CASE("alternatives may hold different kernels of one name: each gets its own", "[cache]") {
+  FreshCache fresh;
+  // A gated GEMM kernel and the pointwise kernel it replaces are named after the same group.
+  const codegen::KernelStep one = kernel_step("mlpc_test_same_name", "out[0] = 1.0f;");
+  const codegen::KernelStep two = kernel_step("mlpc_test_same_name", "out[0] = 2.0f;");
+  REQUIRE(one.source != two.source);
+  const std::vector<runtime::KernelBuilds> built =
+      runtime::build_kernels_of({{one}, {two}, {one}}, "sm_90", true);
+  REQUIRE(built.size() == 3);
+  CHECK(built[0].cubins.at(one.name) == runtime::compile_to_cubin(one.source, one.name, "sm_90"));
+  CHECK(built[1].cubins.at(two.name) == runtime::compile_to_cubin(two.source, two.name, "sm_90"));
+  CHECK(built[0].cubins.at(one.name) != built[1].cubins.at(two.name));
+  CHECK(built[2].cubins == built[0].cubins);
+  CHECK(entries(fresh.kernels()).size() == 2);  // the third list's kernel is the first's
+
+  // Within one plan a name is one kernel.
+  CHECK_THROWS_WITH(runtime::build_kernels({one, two}, "sm_90", true),
+                    Catch::Matchers::Contains("two different kernels named mlpc_test_same_name"));
+}
