@@ -5,6 +5,7 @@
 
 #include "codegen/plan_builder.h"
 #include "compiler/logs.h"
+#include "compiler/speculative_builds.h"
 #include "runtime/device.h"
 #include "runtime/kernel_builds.h"
 
@@ -22,6 +23,10 @@ double ms_since(Clock::time_point t0) {
 CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   CompiledGraph c;
   auto phase = Clock::now();
+  c.arch = options.arch.empty() ? runtime::device_arch() : options.arch;
+  // Builds, on other threads, the kernels -O2's measured decisions will ask for, while the GPU
+  // measures the passes' decisions; waited for on the way out.
+  SpeculativeBuilds ahead(g, options, c.arch);
   const int64_t rows = options.decide_rows > 0 ? options.decide_rows : kDefaultDecideRows;
   c.pipeline = passes::run_pipeline(
       g, {.fusion = options.fusion,
@@ -31,7 +36,6 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
           .epilogue_decider = epilogue_decider(options.measure_epilogues, rows)});
   c.passes_ms = ms_since(phase);
   phase = Clock::now();
-  c.arch = options.arch.empty() ? runtime::device_arch() : options.arch;
   c.plan = codegen::build_plan(
       c.pipeline.graph,
       {.small_gemms = options.small_gemms == SmallGemms::On,

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <exception>
+#include <future>
+#include <map>
+#include <mutex>
 
 #include "runtime/nvrtc_compiler.h"
 
@@ -31,18 +34,56 @@ std::string CachedCompiler::key(const std::string& source) const {
   return kernel_cache_key(source, key_options_, arch_, key_version_);
 }
 
+namespace {
+
+// Builds running in this process, by cache key: a request for a kernel another thread is
+// building waits for that build instead of running NVRTC again (compile() builds ahead, on
+// other threads, kernels its measured decisions then ask for: compiler/speculative_builds.h).
+struct InFlight {
+  std::mutex m;
+  std::map<std::string, std::shared_future<std::vector<char>>> builds;
+};
+
+InFlight& in_flight() {
+  static InFlight f;
+  return f;
+}
+
+}  // namespace
+
 CachedCompiler::Cubin CachedCompiler::get(const std::string& source, const std::string& name) {
-  std::string key;
-  if (cache_) {
-    key = this->key(source);
+  const std::string key = this->key(source);
+  if (cache_ && !key.empty())
     if (std::optional<std::vector<char>> hit = cache_->load(key)) return {std::move(*hit), true};
+  std::promise<std::vector<char>> mine;
+  if (!key.empty()) {
+    std::unique_lock lock(in_flight().m);
+    auto [it, fresh] = in_flight().builds.try_emplace(key, mine.get_future().share());
+    if (!fresh) {
+      std::shared_future<std::vector<char>> theirs = it->second;
+      lock.unlock();
+      return {theirs.get(), true};  // rethrows their build's failure
+    }
   }
+  auto done = [&] {
+    if (key.empty()) return;
+    std::lock_guard lock(in_flight().m);
+    in_flight().builds.erase(key);
+  };
   const auto t0 = std::chrono::steady_clock::now();
   Cubin c;
-  c.bytes = compile_to_cubin(source, name, arch_);
+  try {
+    c.bytes = compile_to_cubin(source, name, arch_);
+  } catch (...) {
+    mine.set_exception(std::current_exception());
+    done();
+    throw;
+  }
   c.nvrtc_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (cache_) cache_->store(key, c.bytes);
+  mine.set_value(c.bytes);
+  done();
   return c;
 }
 

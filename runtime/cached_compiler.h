@@ -25,10 +25,11 @@ class CachedCompiler {
 
   struct Cubin {
     std::vector<char> bytes;
-    bool hit = false;       // taken from the cache
+    bool hit = false;       // NVRTC did not run for it: from the cache, or another thread's build
     double nvrtc_ms = 0.0;  // NVRTC's time on a miss
   };
-  // Kernel `name` of `source`: from the cache, or built by NVRTC and stored.
+  // Kernel `name` of `source`: from the cache, from the build of it another thread of this
+  // process is running (waited for), or built by NVRTC and stored. Thread-safe.
   Cubin get(const std::string& source, const std::string& name);
 
  private:

@@ -298,6 +298,7 @@ void* Executor::settable(int i) {
 void Executor::fill_tensor(const std::string& name, const HostTensor& pattern) {
   const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
+  char* dst = static_cast<char*>(settable(i));
   if (pattern.dtype != b.type.dtype || pattern.data.empty())
     throw Error(fmt::format("pattern for {}: expected {} values, got {} {}", name,
                             ir::dtype_name(b.type.dtype), pattern.data.size(),
@@ -307,7 +308,6 @@ void Executor::fill_tensor(const std::string& name, const HostTensor& pattern) {
   if (has_parts || b.view_of >= 0)
     throw Error(fmt::format("buffer {} has TF32 parts or is stacked into a concat: set it with "
                             "set_tensor", name));
-  char* dst = static_cast<char*>(settable(i));
   const size_t total = static_cast<size_t>(b.numel(batch_ < 0 ? 1 : batch_)) *
                        ir::dtype_size(b.type.dtype);
   const std::vector<uint8_t> bytes = encode(pattern);
@@ -325,13 +325,13 @@ void Executor::fill_tensor(const std::string& name, const HostTensor& pattern) {
 void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
+  void* dst = settable(i);  // first: a buffer that may not be set says so, whatever the tensor
   const std::vector<int64_t> dims = bound_dims(i);
   if (t.dtype != b.type.dtype || t.dims != dims ||
       static_cast<int64_t>(t.data.size()) != b.numel(batch_ < 0 ? 1 : batch_))
     throw Error(fmt::format("tensor for {}: expected {}[{}], got {}[{}] with {} values", name,
                             ir::dtype_name(b.type.dtype), fmt::join(dims, ", "),
                             ir::dtype_name(t.dtype), fmt::join(t.dims, ", "), t.data.size()));
-  void* dst = settable(i);
   const std::vector<uint8_t> bytes = encode(t);
   // In place, at the same address: captured graphs stay valid and see the new values.
   if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));

@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <thread>
-#include <utility>
 
 #include "ir/error.h"
 #include "runtime/cached_compiler.h"
@@ -20,23 +19,20 @@ std::string kernel_build_key(const codegen::KernelStep& k, const std::string& ar
   return CachedCompiler(k.gated ? arch_specific(arch) : arch, /*use_cache=*/false).key(k.source);
 }
 
-std::vector<KernelBuilds> build_kernels_of(const std::vector<std::vector<codegen::Step>>& lists,
-                                           const std::string& arch, bool use_cache) {
-  // Each distinct kernel (name and source) once, in order of first appearance; `slot` says
-  // which one each list's kernel of a name is.
+KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::string& arch,
+                           bool use_cache) {
+  // Each kernel once, in step order.
   std::vector<const codegen::KernelStep*> kernels;
-  std::map<std::pair<std::string, std::string>, size_t> index;
-  std::vector<std::map<std::string, size_t>> slot(lists.size());
-  for (size_t l = 0; l < lists.size(); ++l)
-    for (const codegen::Step& s : lists[l]) {
-      const auto* k = std::get_if<codegen::KernelStep>(&s);
-      if (!k) continue;
-      auto [it, fresh] = index.try_emplace({k->name, k->source}, kernels.size());
-      if (fresh) kernels.push_back(k);
-      auto [named, first] = slot[l].try_emplace(k->name, it->second);
-      if (!first && named->second != it->second)
-        throw Error(fmt::format("two different kernels named {} in one plan", k->name));
-    }
+  std::map<std::string, const codegen::KernelStep*> by_name;
+  for (const codegen::Step& s : steps) {
+    const auto* k = std::get_if<codegen::KernelStep>(&s);
+    if (!k) continue;
+    auto [it, fresh] = by_name.try_emplace(k->name, k);
+    if (fresh)
+      kernels.push_back(k);
+    else if (it->second->source != k->source)
+      throw Error(fmt::format("two different kernels named {} in one plan", k->name));
+  }
 
   CachedCompiler generic(arch, use_cache);
   // Made only when a step needs it: its constructor checks the arch-specific target's options.
@@ -66,21 +62,14 @@ std::vector<KernelBuilds> build_kernels_of(const std::vector<std::vector<codegen
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
 
-  std::vector<KernelBuilds> out(lists.size());
-  for (size_t l = 0; l < lists.size(); ++l) {
-    out[l].cache_enabled = generic.cache_enabled();
-    for (const auto& [name, i] : slot[l]) {
-      ++(built[i].hit ? out[l].hits : out[l].misses);
-      out[l].nvrtc_ms += built[i].nvrtc_ms;
-      out[l].cubins[name] = built[i].bytes;
-    }
+  KernelBuilds out;
+  out.cache_enabled = generic.cache_enabled();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    ++(built[i].hit ? out.hits : out.misses);
+    out.nvrtc_ms += built[i].nvrtc_ms;
+    out.cubins[kernels[i]->name] = std::move(built[i].bytes);
   }
   return out;
-}
-
-KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::string& arch,
-                           bool use_cache) {
-  return std::move(build_kernels_of({steps}, arch, use_cache).front());
 }
 
 }  // namespace mlpc::runtime

@@ -26,13 +26,6 @@ struct KernelBuilds {
 KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::string& arch,
                            bool use_cache);
 
-// The same for several plans' steps at once (the alternatives of a measured decision), one
-// result per list: a kernel of the same name and source is built once for all of them, while
-// two lists may hold different kernels of one name (a gated GEMM kernel and the pointwise kernel
-// it replaces are both named after their fusion group).
-std::vector<KernelBuilds> build_kernels_of(const std::vector<std::vector<codegen::Step>>& lists,
-                                           const std::string& arch, bool use_cache);
-
 // The on-disk cache key of kernel `k` built for `arch` as build_kernels builds it.
 std::string kernel_build_key(const codegen::KernelStep& k, const std::string& arch);
 

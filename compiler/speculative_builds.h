@@ -1,0 +1,36 @@
+// -O2's measured decisions (gated GEMM kernels, small GEMM kernels, 3xTF32) time kernels they
+// must first build, and NVRTC is most of a cold compile: the gated GEMM kernel alone takes
+// ~250 ms, while the merge decision before it keeps the GPU busy and the CPU idle. So compile()
+// starts building, on other threads, the kernels those decisions are likely to ask for: the
+// plans of every merge outcome with the generated kernels taken and with none taken (the
+// epilogue folds by the rule). A decision that asks for a kernel still being built waits for
+// that build (runtime::CachedCompiler), one that asks for another builds it as before. Only
+// where something will be measured (a GPU, a Measure mode) and kernels are built.
+#pragma once
+
+#include <future>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+
+namespace mlpc {
+
+class SpeculativeBuilds {
+ public:
+  SpeculativeBuilds(const ir::Graph& g, const CompileOptions& options, const std::string& arch);
+  ~SpeculativeBuilds();  // waits for the builds; their failures are dropped (the plan's own
+                         // build reports a kernel that does not compile)
+  SpeculativeBuilds(const SpeculativeBuilds&) = delete;
+  SpeculativeBuilds& operator=(const SpeculativeBuilds&) = delete;
+
+  int plans() const { return static_cast<int>(builds_.size()); }  // plans whose kernels build
+
+ private:
+  std::vector<std::future<void>> builds_;
+};
+
+// Whether compile() with `options` for `arch` builds ahead (a decision will time kernels).
+bool worth_speculating(const CompileOptions& options, const std::string& arch);
+
+}  // namespace mlpc
