@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <future>
 #include <map>
 #include <memory>
@@ -168,10 +167,10 @@ struct Alternative {
 };
 
 // µs per pass of each alternative, timed `repeats` passes in a row inside one CUDA graph, with
-// kernels built for `arch`. Cached under steps_key. Each alternative not cached builds its
-// kernels on a thread of its own and is timed as soon as they are built: the GPU times the
-// cheaper side while the dearer one still builds (NVRTC takes ~250 ms for a gated GEMM kernel,
-// ~110 ms for the pointwise kernel it replaces).
+// kernels built for `arch`; cached under steps_key. The kernels of every alternative not cached
+// build at once, each alternative's on a thread of its own; the alternatives are timed in the
+// order given (the GPU's state, power-capped and warm from the measurements before, is part of
+// a close call: the order is kept fixed), each as soon as its kernels are built.
 std::vector<double> alternatives_us(runtime::GemmBench& b, const std::vector<Alternative>& alts,
                                     const std::string& arch, int64_t rows, int repeats,
                                     bool use_cache) {
@@ -187,19 +186,12 @@ std::vector<double> alternatives_us(runtime::GemmBench& b, const std::vector<Alt
         return runtime::build_kernels(alts[i].steps, arch, use_cache);
       });
   }
-  for (bool waiting = true; waiting;) {
-    waiting = false;
-    for (size_t i = 0; i < alts.size(); ++i) {
-      if (!builds[i].valid()) continue;  // cached, or timed already
-      if (builds[i].wait_for(std::chrono::milliseconds(1)) != std::future_status::ready) {
-        waiting = true;
-        continue;
-      }
-      const runtime::KernelBuilds built = builds[i].get();  // rethrows a failed build
-      us[i] = b.graph_us(steps_plan(*alts[i].plan, alts[i].steps, repeats), built.cubins, rows,
-                         keys[i]) /
-              repeats;
-    }
+  for (size_t i = 0; i < alts.size(); ++i) {
+    if (!builds[i].valid()) continue;  // cached
+    const runtime::KernelBuilds built = builds[i].get();  // waits; rethrows a failed build
+    us[i] = b.graph_us(steps_plan(*alts[i].plan, alts[i].steps, repeats), built.cubins, rows,
+                       keys[i]) /
+            repeats;
   }
   return us;
 }

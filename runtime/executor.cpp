@@ -295,30 +295,22 @@ void* Executor::settable(int i) {
   return b.role == codegen::BufferRole::Param ? param_storage(i) : device_ptr(i);
 }
 
-void Executor::fill_tensor(const std::string& name, const HostTensor& pattern) {
+void Executor::set_bytes(const std::string& name, const std::vector<uint8_t>& bytes) {
   const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
-  char* dst = static_cast<char*>(settable(i));
-  if (pattern.dtype != b.type.dtype || pattern.data.empty())
-    throw Error(fmt::format("pattern for {}: expected {} values, got {} {}", name,
-                            ir::dtype_name(b.type.dtype), pattern.data.size(),
-                            ir::dtype_name(pattern.dtype)));
+  void* dst = settable(i);
   const bool has_parts = std::any_of(plan_.buffers.begin(), plan_.buffers.end(),
                                      [&](const codegen::Buffer& o) { return o.split_of == i; });
   if (has_parts || b.view_of >= 0)
     throw Error(fmt::format("buffer {} has TF32 parts or is stacked into a concat: set it with "
                             "set_tensor", name));
-  const size_t total = static_cast<size_t>(b.numel(batch_ < 0 ? 1 : batch_)) *
-                       ir::dtype_size(b.type.dtype);
-  const std::vector<uint8_t> bytes = encode(pattern);
-  size_t filled = std::min(bytes.size(), total);
-  if (filled > 0) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), filled, cudaMemcpyHostToDevice));
-  // Doubling on the device: log2(total / pattern) copies, no host tensor of the whole size.
-  while (filled > 0 && filled < total) {
-    const size_t n = std::min(filled, total - filled);
-    MLPC_CUDA(cudaMemcpy(dst + filled, dst, n, cudaMemcpyDeviceToDevice));
-    filled += n;
-  }
+  const size_t want = static_cast<size_t>(b.numel(batch_ < 0 ? 1 : batch_)) *
+                      ir::dtype_size(b.type.dtype);
+  if (bytes.size() != want)
+    throw Error(fmt::format("bytes for {}: expected {} ({}[{}]), got {}", name, want,
+                            ir::dtype_name(b.type.dtype), fmt::join(bound_dims(i), ", "),
+                            bytes.size()));
+  if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   set_[i] = true;
 }
 

@@ -54,10 +54,9 @@ class Executor {
   // The tensor's dtype and dims must match the buffer's type with the batch dim bound. Setting a
   // param also writes the params derived from it (their TF32 parts, Buffer::split_of).
   void set_tensor(const std::string& buffer_name, const HostTensor& t);
-  // Fills a buffer with `pattern`'s values (its dtype, any count) repeated until it is full: inputs
-  // for timing with no host tensor of the buffer's size (x of [8192, 768] is 6.3 M values to
-  // draw and encode). Not for a param with TF32 parts or one stacked into a concat.
-  void fill_tensor(const std::string& buffer_name, const HostTensor& pattern);
+  // Uploads raw device bytes (random_bytes: timing operands, with no doubles on the host). Not
+  // for a param with TF32 parts or one stacked into a concat.
+  void set_bytes(const std::string& buffer_name, const std::vector<uint8_t>& bytes);
 
   // Enqueues one forward on `stream`. Throws mlpc::Error if a param or input was never set.
   void run(cudaStream_t stream = nullptr);
@@ -99,7 +98,7 @@ class Executor {
   // A param's device storage, allocated on first use (a param stacked into a concat: its place
   // in the concat's allocation).
   void* param_storage(int buffer_index);
-  // Where set_tensor / fill_tensor write buffer `i`; throws for the buffers they may not write.
+  // Where set_tensor / set_bytes write buffer `i`; throws for the buffers they may not write.
   void* settable(int buffer_index);
   std::vector<int64_t> bound_dims(int buffer_index) const;
   int buffer_index(const std::string& name) const;

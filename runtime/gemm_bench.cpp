@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "runtime/cuda_check.h"
@@ -38,34 +37,10 @@ struct DeviceBuffer {
   }
 };
 
-// Timing operands are a pattern of this many random values, repeated: 64 Ki values (128 KiB of
-// bf16, 85 rows of a [M, 768] x) change every bit a GEMM toggles as much as unique values do,
-// and take ~1 ms to draw (1 Mi took ~15 ms, paid by every operand of every measurement in a
-// cold compile).
-constexpr int64_t kPatternValues = int64_t{1} << 16;
-
-// `dims` of uniform values in [-scale, scale], rounded to `dtype`.
-HostTensor random_tensor(ir::DType dtype, std::vector<int64_t> dims, double scale, uint32_t seed) {
-  int64_t count = 1;
-  for (int64_t d : dims) count *= d;
-  HostTensor t{dtype, std::move(dims), std::vector<double>(static_cast<size_t>(count))};
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-scale, scale);
-  for (double& v : t.data) v = round_to(dtype, u(rng));
-  return t;
-}
-
-// Fills `count` elements of `dtype` at `dst` with uniform values in [-scale, scale]: a pattern,
-// repeated (the GEMM's power draw depends on the bits toggling, not on the values being unique).
+// Fills `count` elements of `dtype` at `dst` with unique values uniform in [-scale, scale].
 void fill_random(void* dst, int64_t count, ir::DType dtype, double scale, uint32_t seed) {
-  const int64_t pattern = std::min(count, kPatternValues);
-  const std::vector<uint8_t> bytes = encode(random_tensor(dtype, {pattern}, scale, seed));
-  const int64_t size = static_cast<int64_t>(ir::dtype_size(dtype));
-  for (int64_t at = 0; at < count; at += pattern) {
-    const int64_t n = std::min(pattern, count - at);
-    MLPC_CUDA(cudaMemcpy(static_cast<char*>(dst) + at * size, bytes.data(),
-                         static_cast<size_t>(n * size), cudaMemcpyHostToDevice));
-  }
+  const std::vector<uint8_t> bytes = random_bytes(dtype, count, scale, seed);
+  if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
 }
 
 }  // namespace
@@ -173,13 +148,9 @@ double GemmBench::graph_us(const codegen::Plan& plan,
   for (const codegen::Buffer& b : plan.buffers) {
     if (!b.uploaded()) continue;
     // Inputs U(-1, 1); params scaled as nn.Linear initializes them, so sums stay in range.
-    // A pattern, repeated (as fill_random: the time depends on the bits toggling, not on every
-    // value being unique); drawing every value took ~100 ms per [8192, 768] input.
     const int64_t fan_in = b.type.shape.rank() > 1 ? b.type.shape.last() : 1;
     const double scale = b.role == codegen::BufferRole::Input ? 1.0 : 1.0 / std::sqrt(fan_in);
-    const int64_t count = b.numel(rows);
-    ex.fill_tensor(b.name, random_tensor(b.type.dtype, {std::min(count, kPatternValues)}, scale,
-                                         seed++));
+    ex.set_bytes(b.name, random_bytes(b.type.dtype, b.numel(rows), scale, seed++));
   }
   const Timing t = time_forward(ex, nullptr, {.warmup = 3, .reps = 7, .min_rep_ms = 2.0});
   GemmAlgoRecord rec;  // no algorithm: one "candidate", the plan

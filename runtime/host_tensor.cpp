@@ -38,18 +38,22 @@ double round_to(ir::DType t, double v) {
   return f;
 }
 
-std::vector<uint8_t> encode(const HostTensor& t) {
-  size_t n = t.data.size();
-  std::vector<uint8_t> out(n * ir::dtype_size(t.dtype));
-  for (size_t i = 0; i < n; ++i) {
-    float f = static_cast<float>(t.data[i]);
-    if (t.dtype == ir::DType::F32) {
+void encode_floats(ir::DType t, const float* values, int64_t n, uint8_t* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float f = values[i];
+    if (t == ir::DType::F32) {
       std::memcpy(&out[i * 4], &f, 4);
     } else {
-      uint16_t b = t.dtype == ir::DType::BF16 ? float_to_bf16_bits(f) : float_to_half_bits(f);
+      uint16_t b = t == ir::DType::BF16 ? float_to_bf16_bits(f) : float_to_half_bits(f);
       std::memcpy(&out[i * 2], &b, 2);
     }
   }
+}
+
+std::vector<uint8_t> encode(const HostTensor& t) {
+  const std::vector<float> f(t.data.begin(), t.data.end());
+  std::vector<uint8_t> out(f.size() * ir::dtype_size(t.dtype));
+  encode_floats(t.dtype, f.data(), static_cast<int64_t>(f.size()), out.data());
   return out;
 }
 

@@ -22,6 +22,8 @@ struct HostTensor {
 double round_to(ir::DType t, double v);
 // Raw device bytes (f32, IEEE half or bfloat16) and back.
 std::vector<uint8_t> encode(const HostTensor& t);
+// `n` floats as raw device bytes of `t` (rounded to nearest even) at `out` (n * its size bytes).
+void encode_floats(ir::DType t, const float* values, int64_t n, uint8_t* out);
 std::vector<double> decode(ir::DType t, const uint8_t* bytes, int64_t numel);
 
 }  // namespace mlpc::runtime

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -19,6 +20,7 @@
 #include "runtime/executor.h"
 #include "runtime/gemm_tuner.h"
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/random_init.h"
 #include "runtime/scoped_env.h"
 #include "runtime/timing.h"
 
@@ -238,29 +240,32 @@ TEST_CASE("executor reports misuse clearly", "[gpu]") {
   CHECK_THROWS_WITH(Executor(plan, {}), Contains("no CUBIN for kernel mlpc_test_bias_add_bf16"));
 }
 
-TEST_CASE("fill_tensor repeats a pattern over a whole buffer", "[gpu]") {
+TEST_CASE("set_bytes uploads random_bytes: unique values within the scale", "[gpu]") {
   auto dt = GENERATE(ir::DType::BF16, ir::DType::F32);
   codegen::Plan plan = linear_plan(dt);
   Executor ex(plan, compile_kernels(plan));
-  const int64_t m = 37;  // x holds 37 * 64 values: not a multiple of the pattern's 5
+  const int64_t m = 37;
   ex.bind_batch(m);
-  const HostTensor pattern = make(dt, {5}, [](int64_t i) { return 0.25 * (i - 2); });
-  ex.fill_tensor("x", pattern);
-  ex.fill_tensor("w", pattern);
-  ex.fill_tensor("b", pattern);
-  ex.run();  // every input and param counts as set
   for (int buffer : {0, 1, 2}) {
-    const HostTensor got = ex.download(buffer);
-    INFO("buffer " << plan.buffers[static_cast<size_t>(buffer)].name);
-    REQUIRE(got.numel() == plan.buffers[static_cast<size_t>(buffer)].numel(m));
-    int bad = 0;
-    for (int64_t i = 0; i < got.numel(); ++i) bad += got.data[i] != pattern.data[i % 5];
-    CHECK(bad == 0);
+    const codegen::Buffer& b = plan.buffers[static_cast<size_t>(buffer)];
+    ex.set_bytes(b.name, random_bytes(dt, b.numel(m), 0.5, 7 + buffer));
   }
-  CHECK_THROWS_WITH(ex.fill_tensor("x", make(dt == ir::DType::F32 ? ir::DType::BF16 : ir::DType::F32,
-                                            {5}, [](int64_t) { return 1.0; })),
-                    Contains("pattern for x: expected"));
-  CHECK_THROWS_WITH(ex.fill_tensor("x", HostTensor{dt, {0}, {}}), Contains("pattern for x"));
+  ex.run();  // every input and param counts as set
+  const HostTensor x = ex.download(0);
+  REQUIRE(x.numel() == m * kK);
+  std::set<double> distinct(x.data.begin(), x.data.end());
+  double lo = 0, hi = 0;
+  for (double v : x.data) lo = std::min(lo, v), hi = std::max(hi, v);
+  INFO(distinct.size() << " distinct of " << x.numel() << ", in [" << lo << ", " << hi << "]");
+  CHECK(lo >= -0.5);
+  CHECK(hi <= 0.5);
+  CHECK(lo < -0.4);
+  CHECK(hi > 0.4);
+  // bf16 has 2^8 values per octave: most of 2368 draws repeat one; f32 hardly any.
+  CHECK(distinct.size() > (dt == ir::DType::F32 ? size_t{2300} : size_t{400}));
+  CHECK(ex.download(1).data == decode(dt, random_bytes(dt, kN * kK, 0.5, 8).data(), kN * kK));
+  CHECK_THROWS_WITH(ex.set_bytes("x", random_bytes(dt, m * kK - 1, 0.5, 1)),
+                    Contains("bytes for x: expected"));
 }
 
 TEST_CASE("time_forward reports a per-forward time", "[gpu]") {
