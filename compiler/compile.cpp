@@ -36,6 +36,7 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
           .epilogue_decider = epilogue_decider(options.measure_epilogues, rows)});
   c.passes_ms = ms_since(phase);
   phase = Clock::now();
+  const DecisionCosts before = decision_costs();
   c.plan = codegen::build_plan(
       c.pipeline.graph,
       {.small_gemms = options.small_gemms == SmallGemms::On,
@@ -44,6 +45,9 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
            gated_gemm_decider(options.gated_gemms, rows, c.arch, options.use_cache),
        .tf32x3_decider = tf32x3_decider(options.fp32_gemms, rows, options.use_cache)});
   c.plan_ms = ms_since(phase);
+  const DecisionCosts after = decision_costs();
+  c.plan_build_wait_ms = after.build_wait_ms - before.build_wait_ms;
+  c.plan_timing_ms = after.timing_ms - before.timing_ms;
   log_compile(c);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   if (!options.build_kernels) return c;
   auto t0 = Clock::now();

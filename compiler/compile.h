@@ -53,6 +53,8 @@ struct CompiledGraph {
   // times both alternatives, NVRTC of their kernels included).
   double passes_ms = 0.0;
   double plan_ms = 0.0;
+  double plan_build_wait_ms = 0.0;  // of plan_ms: the decisions waiting for their kernels' builds
+  double plan_timing_ms = 0.0;      // of plan_ms: the decisions timing alternatives on the GPU
   double nvrtc_ms = 0.0;    // NVRTC's time summed over the plan's kernels it built (cache misses)
   double compile_ms = 0.0;  // wall time of building the plan's kernels (in parallel), hits included
   // Kernels found in the on-disk cache / built by NVRTC; hits + misses = number of kernels.

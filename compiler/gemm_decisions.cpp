@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <numeric>
 #include <set>
@@ -160,6 +162,13 @@ std::string steps_key(const std::vector<codegen::Step>& steps, const std::string
   return key;
 }
 
+std::mutex costs_mutex;
+DecisionCosts costs;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // One side of a decision: `steps` of `plan`.
 struct Alternative {
   const codegen::Plan* plan;
@@ -188,15 +197,26 @@ std::vector<double> alternatives_us(runtime::GemmBench& b, const std::vector<Alt
   }
   for (size_t i = 0; i < alts.size(); ++i) {
     if (!builds[i].valid()) continue;  // cached
+    auto t0 = std::chrono::steady_clock::now();
     const runtime::KernelBuilds built = builds[i].get();  // waits; rethrows a failed build
+    const double waited = ms_since(t0);
+    t0 = std::chrono::steady_clock::now();
     us[i] = b.graph_us(steps_plan(*alts[i].plan, alts[i].steps, repeats), built.cubins, rows,
                        keys[i]) /
             repeats;
+    std::lock_guard lock(costs_mutex);
+    costs.build_wait_ms += waited;
+    costs.timing_ms += ms_since(t0);
   }
   return us;
 }
 
 }  // namespace
+
+DecisionCosts decision_costs() {
+  std::lock_guard lock(costs_mutex);
+  return costs;
+}
 
 codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool use_cache) {
   if (mode != SmallGemms::Measure) return {};

@@ -13,6 +13,15 @@
 
 namespace mlpc {
 
+// Where the measured plan decisions (small, gated, 3xTF32 GEMMs) spent their time, summed over
+// the process: waiting for their kernels to build (NVRTC, ahead or not) and timing the
+// alternatives on the GPU. compile() reports its own share (CompiledGraph).
+struct DecisionCosts {
+  double build_wait_ms = 0;
+  double timing_ms = 0;
+};
+DecisionCosts decision_costs();
+
 enum class MergeGemms { Off, On, Measure };
 enum class SmallGemms { Off, On, Measure };
 enum class GatedGemms { Off, On, Measure };
