@@ -8,43 +8,66 @@
 
 namespace mlpc {
 
-bool worth_speculating(const CompileOptions& o, const std::string& arch) {
+namespace {
+
+// Whether compile() with `o` for `arch` times generated kernels in a decision.
+bool measures_kernels(const CompileOptions& o, const std::string& arch) {
   const bool hopper = arch == "sm_90" || arch == "sm_90a";
-  const bool measures_kernels = (o.gated_gemms == GatedGemms::Measure && hopper) ||
-                                o.small_gemms == SmallGemms::Measure ||
-                                o.fp32_gemms == Fp32Gemms::Measure;
-  return o.fusion && o.build_kernels && measures_kernels && !runtime::gpu_unavailable_reason();
+  return o.fusion && ((o.gated_gemms == GatedGemms::Measure && hopper) ||
+                      o.small_gemms == SmallGemms::Measure || o.fp32_gemms == Fp32Gemms::Measure);
 }
 
-SpeculativeBuilds::SpeculativeBuilds(const ir::Graph& g, const CompileOptions& o,
-                                     const std::string& arch) {
-  if (!worth_speculating(o, arch)) return;
+// The steps of `g`'s plan with the merge decision fixed to `merge` and the measured plan
+// decisions all taken (`taken`) or none.
+std::vector<codegen::Step> plan_steps(const ir::Graph& g, const CompileOptions& o,
+                                      const std::string& arch, int64_t rows, MergeGemms merge,
+                                      bool taken) {
+  passes::PipelineResult p = passes::run_pipeline(
+      g, {.fusion = true, .epilogues = o.epilogues, .merge_gemms = merge_decider(merge, rows)});
+  codegen::PlanOptions plan;
+  if (taken) {
+    if (o.small_gemms == SmallGemms::Measure)  // those the decider will measure
+      plan.small_gemm_decider = [rows](const codegen::Plan&, const codegen::GemmStep& gemm,
+                                       const codegen::KernelStep&) {
+        return codegen::KernelChoice{rows * gemm.n * gemm.k <= kSmallGemmMaxMacs, ""};
+      };
+    if (o.gated_gemms == GatedGemms::Measure)
+      plan.gated_gemm_decider = gated_gemm_decider(GatedGemms::On, rows, arch);
+    if (o.fp32_gemms == Fp32Gemms::Measure)
+      plan.tf32x3_decider = tf32x3_decider(Fp32Gemms::Tf32x3, rows);
+  }
+  return codegen::build_plan(p.graph, plan).steps;
+}
+
+}  // namespace
+
+std::vector<std::vector<codegen::Step>> speculative_plans(const ir::Graph& g,
+                                                         const CompileOptions& o,
+                                                         const std::string& arch) {
+  std::vector<std::vector<codegen::Step>> plans;
+  if (!measures_kernels(o, arch)) return plans;
   const int64_t rows = o.decide_rows > 0 ? o.decide_rows : kDefaultDecideRows;
   std::vector<MergeGemms> merges = {o.merge_gemms};
   if (o.merge_gemms == MergeGemms::Measure) merges = {MergeGemms::On, MergeGemms::Off};
   for (MergeGemms merge : merges)
-    for (bool taken : {true, false}) {
-      // Passes and plan without a GPU measurement: each decision fixed (a few ms of CPU).
-      passes::PipelineResult p = passes::run_pipeline(
-          g, {.fusion = true, .epilogues = o.epilogues, .merge_gemms = merge_decider(merge, rows)});
-      codegen::PlanOptions plan;
-      if (taken) {
-        if (o.small_gemms == SmallGemms::Measure)  // those the decider will measure
-          plan.small_gemm_decider = [rows](const codegen::Plan&, const codegen::GemmStep& gemm,
-                                           const codegen::KernelStep&) {
-            return codegen::KernelChoice{rows * gemm.n * gemm.k <= kSmallGemmMaxMacs, ""};
-          };
-        if (o.gated_gemms == GatedGemms::Measure)
-          plan.gated_gemm_decider = gated_gemm_decider(GatedGemms::On, rows, arch);
-        if (o.fp32_gemms == Fp32Gemms::Measure)
-          plan.tf32x3_decider = tf32x3_decider(Fp32Gemms::Tf32x3, rows);
-      }
-      std::vector<codegen::Step> steps = codegen::build_plan(p.graph, plan).steps;
-      const bool use_cache = o.use_cache;
-      builds_.push_back(std::async(std::launch::async, [steps = std::move(steps), arch, use_cache] {
-        runtime::build_kernels(steps, arch, use_cache);
-      }));
-    }
+    for (bool taken : {true, false}) plans.push_back(plan_steps(g, o, arch, rows, merge, taken));
+  return plans;
+}
+
+SpeculativeBuilds::SpeculativeBuilds(const ir::Graph& g, const CompileOptions& o,
+                                     const std::string& arch) {
+  if (!o.build_kernels || runtime::gpu_unavailable_reason()) return;  // nothing will be timed
+  std::vector<std::vector<codegen::Step>> plans;
+  try {
+    plans = speculative_plans(g, o, arch);
+  } catch (const std::exception&) {  // a graph the passes reject: compile() reports it
+    return;
+  }
+  for (std::vector<codegen::Step>& steps : plans)
+    builds_.push_back(std::async(std::launch::async,
+                                 [steps = std::move(steps), arch, use_cache = o.use_cache] {
+                                   runtime::build_kernels(steps, arch, use_cache);
+                                 }));
 }
 
 SpeculativeBuilds::~SpeculativeBuilds() {

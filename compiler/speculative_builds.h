@@ -24,13 +24,15 @@ class SpeculativeBuilds {
   SpeculativeBuilds(const SpeculativeBuilds&) = delete;
   SpeculativeBuilds& operator=(const SpeculativeBuilds&) = delete;
 
-  int plans() const { return static_cast<int>(builds_.size()); }  // plans whose kernels build
-
  private:
   std::vector<std::future<void>> builds_;
 };
 
-// Whether compile() with `options` for `arch` builds ahead (a decision will time kernels).
-bool worth_speculating(const CompileOptions& options, const std::string& arch);
+// The plans whose kernels SpeculativeBuilds builds for `g` (no GPU needed; empty when no
+// decision of `options` times generated kernels): with the merge decision fixed to each of its
+// outcomes, the measured plan decisions all taken, and none.
+std::vector<std::vector<codegen::Step>> speculative_plans(const ir::Graph& g,
+                                                         const CompileOptions& options,
+                                                         const std::string& arch);
 
 }  // namespace mlpc

@@ -5,12 +5,15 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <set>
+
 #include "codegen/cuda_ops.h"
 #include "codegen/gated_gemm_kernel.h"
 #include "compiler/compile.h"
 #include "compiler/report.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
+#include "compiler/speculative_builds.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "runtime/device.h"
@@ -192,4 +195,47 @@ TEST_CASE("the gated-GEMM rule: the kernel only when measurably faster", "[gated
   CHECK(decide_gated_gemm(122.0, 144.0, 8192).why ==
         "gated GEMM kernel: measured at M=8192 in a CUDA graph: 122.0 us as one gated GEMM kernel "
         "vs 144.0 us for the GEMM(s) and the gating kernel");
+}
+
+namespace {
+
+// Every kernel of `plan` (name and source) is among the kernels of `lists`.
+bool kernels_among(const codegen::Plan& plan, const std::vector<std::vector<codegen::Step>>& lists) {
+  std::set<std::pair<std::string, std::string>> have;
+  for (const auto& steps : lists)
+    for (const codegen::Step& s : steps)
+      if (auto* k = std::get_if<codegen::KernelStep>(&s)) have.insert({k->name, k->source});
+  for (const codegen::Step& s : plan.steps)
+    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && !have.count({k->name, k->source})) {
+      UNSCOPED_INFO("not built ahead: " << k->name);
+      return false;
+    }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("kernels built ahead are those -O2's measured decisions can ask for", "[gated_gemm]") {
+  const ir::Graph g = make_sample("geglu");
+  CompileOptions measured = gated_options(GatedGemms::Measure);
+  measured.merge_gemms = MergeGemms::Measure;
+  const std::vector<std::vector<codegen::Step>> ahead = speculative_plans(g, measured, "sm_90");
+  CHECK(ahead.size() == 4);  // merged or not, x gated kernel or not
+  // Whatever the measurements decide, the plan's kernels (and the alternatives' the gated
+  // decision times) were built ahead.
+  for (MergeGemms merge : {MergeGemms::On, MergeGemms::Off})
+    for (GatedGemms gated : {GatedGemms::On, GatedGemms::Off}) {
+      CompileOptions fixed = gated_options(gated);
+      fixed.merge_gemms = merge;
+      INFO("merge " << (merge == MergeGemms::On) << ", gated " << (gated == GatedGemms::On));
+      CHECK(kernels_among(compile(g, fixed).plan, ahead));
+    }
+  // Nothing to build ahead where nothing generated is timed: no Measure mode, no fusion, or a
+  // gated decision on a GPU without the kernel's instructions.
+  CHECK(speculative_plans(g, gated_options(GatedGemms::On), "sm_90").empty());
+  CompileOptions eager = measured;
+  eager.fusion = false;
+  CHECK(speculative_plans(g, eager, "sm_90").empty());
+  CHECK(speculative_plans(g, gated_options(GatedGemms::Measure), "sm_80").empty());
+  CHECK(speculative_plans(g, gated_options(GatedGemms::Measure), "sm_90").size() == 2);
 }
