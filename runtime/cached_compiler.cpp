@@ -70,6 +70,13 @@ CachedCompiler::Cubin CachedCompiler::get(const std::string& source, const std::
     std::lock_guard lock(in_flight().m);
     in_flight().builds.erase(key);
   };
+  // A build of it may have ended between the first look and registering this one.
+  if (cache_ && !key.empty())
+    if (std::optional<std::vector<char>> hit = cache_->load(key)) {
+      mine.set_value(*hit);
+      done();
+      return {std::move(*hit), true};
+    }
   const auto t0 = std::chrono::steady_clock::now();
   Cubin c;
   try {
