@@ -3,15 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <exception>
 #include <map>
 #include <optional>
-#include <thread>
 
 #include "ir/error.h"
 #include "runtime/cached_compiler.h"
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/parallel_for.h"
 
 namespace mlpc::runtime {
 
@@ -42,23 +41,14 @@ KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::s
 
   std::vector<CachedCompiler::Cubin> built(kernels.size());
   std::vector<std::exception_ptr> failed(kernels.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < kernels.size();) {
-      const codegen::KernelStep& k = *kernels[i];
-      try {
-        built[i] = (k.gated ? *gated : generic).get(k.source, k.name);
-      } catch (...) {
-        failed[i] = std::current_exception();
-      }
+  parallel_for(static_cast<int64_t>(kernels.size()), [&](int64_t i) {
+    const codegen::KernelStep& k = *kernels[static_cast<size_t>(i)];
+    try {
+      built[static_cast<size_t>(i)] = (k.gated ? *gated : generic).get(k.source, k.name);
+    } catch (...) {
+      failed[static_cast<size_t>(i)] = std::current_exception();
     }
-  };
-  const size_t threads = std::min<size_t>(
-      kernels.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();  // this thread builds too
-  for (std::thread& t : pool) t.join();
+  });
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
 

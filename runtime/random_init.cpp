@@ -1,11 +1,11 @@
 #include "runtime/random_init.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <thread>
-#include <vector>
 #include <numbers>
+#include <vector>
+
+#include "runtime/parallel_for.h"
 
 namespace mlpc::runtime {
 namespace {
@@ -48,25 +48,16 @@ std::vector<uint8_t> random_bytes(ir::DType dtype, int64_t count, double scale, 
   const int64_t slices = (count + kSlice - 1) / kSlice;
   const uint64_t stream = splitmix64(seed);
   const auto f_scale = static_cast<float>(scale);
-  std::atomic<int64_t> next{0};
-  auto work = [&] {
-    std::vector<float> v(static_cast<size_t>(kSlice));
-    for (int64_t s; (s = next.fetch_add(1)) < slices;) {
-      const int64_t begin = s * kSlice, n = std::min(kSlice, count - begin);
-      for (int64_t i = 0; i < n; ++i) {  // top 24 bits: uniform in [0, 1) with float's precision
-        const auto u = static_cast<float>(splitmix64(stream + static_cast<uint64_t>(begin + i)) >> 40) *
-                       0x1.0p-24f;
-        v[static_cast<size_t>(i)] = f_scale * (2.0f * u - 1.0f);
-      }
-      encode_floats(dtype, v.data(), n, out.data() + begin * size);
+  parallel_for(slices, [&](int64_t s) {
+    const int64_t begin = s * kSlice, n = std::min(kSlice, count - begin);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {  // top 24 bits: uniform in [0, 1) with float's precision
+      const auto u = static_cast<float>(splitmix64(stream + static_cast<uint64_t>(begin + i)) >> 40) *
+                     0x1.0p-24f;
+      v[static_cast<size_t>(i)] = f_scale * (2.0f * u - 1.0f);
     }
-  };
-  const int64_t threads =
-      std::min<int64_t>(slices, std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+    encode_floats(dtype, v.data(), n, out.data() + begin * size);
+  });
   return out;
 }
 

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "ir/error.h"
+#include "runtime/parallel_for.h"
 
 namespace mlpc::runtime {
 namespace {
@@ -60,20 +60,15 @@ HostTensor matmul(const HostTensor& x, const HostTensor& w, ir::DType dtype) {
   HostTensor y{dtype, x.dims, {}};
   y.dims.back() = n;
   y.data.assign(rows * n, 0.0);
-  unsigned threads = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), rows));
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (int64_t r = t; r < rows; r += threads)
-        for (int64_t j = 0; j < n; ++j) {
-          const double* xr = &x.data[r * k];
-          const double* wj = &w.data[j * k];
-          double acc = 0.0;
-          for (int64_t i = 0; i < k; ++i) acc += xr[i] * wj[i];
-          y.data[r * n + j] = acc;
-        }
-    });
-  for (auto& th : pool) th.join();
+  parallel_for(rows, [&](int64_t r) {
+    const double* xr = &x.data[r * k];
+    for (int64_t j = 0; j < n; ++j) {
+      const double* wj = &w.data[j * k];
+      double acc = 0.0;
+      for (int64_t i = 0; i < k; ++i) acc += xr[i] * wj[i];
+      y.data[r * n + j] = acc;
+    }
+  });
   return y;
 }
 
