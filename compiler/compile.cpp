@@ -8,17 +8,11 @@
 #include "compiler/speculative_builds.h"
 #include "runtime/device.h"
 #include "runtime/kernel_builds.h"
+#include "runtime/wall_clock.h"
 
 namespace mlpc {
-namespace {
-
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-}  // namespace
+using runtime::ms_since;
 
 CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   CompiledGraph c;
@@ -27,7 +21,7 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   // Builds, on other threads, the kernels -O2's measured decisions will ask for, while the GPU
   // measures the passes' decisions; waited for on the way out.
   SpeculativeBuilds ahead(g, options, c.arch);
-  const int64_t rows = options.decide_rows > 0 ? options.decide_rows : kDefaultDecideRows;
+  const int64_t rows = decide_rows(options);
   c.pipeline = passes::run_pipeline(
       g, {.fusion = options.fusion,
           .epilogues = options.epilogues,

@@ -43,6 +43,11 @@ struct CompileOptions {
   Fp32Gemms fp32_gemms = Fp32Gemms::Ieee;
 };
 
+// The batch size the -O2 decisions measure at: options.decide_rows, else kDefaultDecideRows.
+inline int64_t decide_rows(const CompileOptions& options) {
+  return options.decide_rows > 0 ? options.decide_rows : kDefaultDecideRows;
+}
+
 struct CompiledGraph {
   passes::PipelineResult pipeline;
   codegen::Plan plan;

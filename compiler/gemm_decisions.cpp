@@ -18,6 +18,7 @@
 #include "runtime/gemm_bench.h"
 #include "runtime/gemm_tuner.h"
 #include "runtime/kernel_builds.h"
+#include "runtime/wall_clock.h"
 
 namespace mlpc {
 
@@ -165,10 +166,6 @@ std::string steps_key(const std::vector<codegen::Step>& steps, const std::string
 std::mutex costs_mutex;
 DecisionCosts costs;
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 // One side of a decision: `steps` of `plan`.
 struct Alternative {
   const codegen::Plan* plan;
@@ -199,14 +196,14 @@ std::vector<double> alternatives_us(runtime::GemmBench& b, const std::vector<Alt
     if (!builds[i].valid()) continue;  // cached
     auto t0 = std::chrono::steady_clock::now();
     const runtime::KernelBuilds built = builds[i].get();  // waits; rethrows a failed build
-    const double waited = ms_since(t0);
+    const double waited = runtime::ms_since(t0);
     t0 = std::chrono::steady_clock::now();
     us[i] = b.graph_us(steps_plan(*alts[i].plan, alts[i].steps, repeats), built.cubins, rows,
                        keys[i]) /
             repeats;
     std::lock_guard lock(costs_mutex);
     costs.build_wait_ms += waited;
-    costs.timing_ms += ms_since(t0);
+    costs.timing_ms += runtime::ms_since(t0);
   }
   return us;
 }
@@ -254,7 +251,7 @@ codegen::KernelChoice decide_gated_gemm(double gated_us, double apart_us, int64_
 codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, const std::string& arch,
                                              bool use_cache) {
   if (mode == GatedGemms::Off) return {};
-  const bool hopper = arch == "sm_90" || arch == "sm_90a";
+  const bool hopper = gated_gemms_run_on(arch);
   const bool gpu = mode == GatedGemms::Measure && !runtime::gpu_unavailable_reason();
   auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
   return [=](const codegen::Plan& plan, const codegen::KernelStep& gated,

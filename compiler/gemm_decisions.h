@@ -86,6 +86,11 @@ inline constexpr int kGatedRepeats = 2;
 // The rule applied to measured times (µs per forward of the steps inside a CUDA graph).
 codegen::KernelChoice decide_gated_gemm(double gated_us, double apart_us, int64_t rows);
 
+// Whether `arch` has the gated GEMM kernel's instructions (TMA, WGMMA): sm_90 and sm_90a.
+inline bool gated_gemms_run_on(const std::string& arch) {
+  return arch == "sm_90" || arch == "sm_90a";
+}
+
 // The decider for `mode` at `rows` rows for target `arch` (nullptr for Off). Only sm_90 has the
 // kernel's instructions: any other arch refuses, saying so. On takes every pattern; Measure
 // times both alternatives on this GPU (without one it keeps the steps apart, and says so).

@@ -11,6 +11,7 @@
 #include "runtime/cache_dir.h"
 #include "runtime/device.h"
 #include "runtime/timing.h"
+#include "runtime/wall_clock.h"
 
 namespace mlpc {
 namespace {
@@ -24,9 +25,9 @@ void bind_values(runtime::Executor& exec, const codegen::Plan& plan, const Value
 }
 
 double wall_ms(const std::function<void()>& f) {
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   f();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return runtime::ms_since(t0);
 }
 
 // One mode (eager or compiled): compiled once, then run at every batch size by one executor,

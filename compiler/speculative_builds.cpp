@@ -12,8 +12,7 @@ namespace {
 
 // Whether compile() with `o` for `arch` times generated kernels in a decision.
 bool measures_kernels(const CompileOptions& o, const std::string& arch) {
-  const bool hopper = arch == "sm_90" || arch == "sm_90a";
-  return o.fusion && ((o.gated_gemms == GatedGemms::Measure && hopper) ||
+  return o.fusion && ((o.gated_gemms == GatedGemms::Measure && gated_gemms_run_on(arch)) ||
                       o.small_gemms == SmallGemms::Measure || o.fp32_gemms == Fp32Gemms::Measure);
 }
 
@@ -46,7 +45,7 @@ std::vector<std::vector<codegen::Step>> speculative_plans(const ir::Graph& g,
                                                          const std::string& arch) {
   std::vector<std::vector<codegen::Step>> plans;
   if (!measures_kernels(o, arch)) return plans;
-  const int64_t rows = o.decide_rows > 0 ? o.decide_rows : kDefaultDecideRows;
+  const int64_t rows = decide_rows(o);
   std::vector<MergeGemms> merges = {o.merge_gemms};
   if (o.merge_gemms == MergeGemms::Measure) merges = {MergeGemms::On, MergeGemms::Off};
   for (MergeGemms merge : merges)

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/wall_clock.h"
 
 namespace mlpc::runtime {
 
@@ -86,8 +87,7 @@ CachedCompiler::Cubin CachedCompiler::get(const std::string& source, const std::
     done();
     throw;
   }
-  c.nvrtc_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  c.nvrtc_ms = ms_since(t0);
   if (cache_) cache_->store(key, c.bytes);
   mine.set_value(c.bytes);
   done();
