@@ -12,7 +12,9 @@ Peaks peaks_for(const runtime::DevicePeaks& p, const std::string& dtype) {
   auto it = p.gemm_tflops.find(dtype);
   if (it == p.gemm_tflops.end())
     throw Error(fmt::format("no calibrated {} GEMM peak for {}", dtype, p.device));
-  return {.gbps = p.copy_gbps, .tflops = it->second, .dtype = dtype};
+  auto tf32 = p.gemm_tflops.find(runtime::kTf32Peak);
+  return {.gbps = p.copy_gbps, .tflops = it->second, .dtype = dtype,
+          .tf32_tflops = tf32 != p.gemm_tflops.end() ? tf32->second : 0.0};
 }
 
 std::string peaks_text(const runtime::DevicePeaks& p) {

@@ -30,25 +30,31 @@ KernelExplain explain_kernel(const KernelSample& k, const Peaks& peaks) {
   if (!(k.us >= 0) || !std::isfinite(k.us) || k.bytes < 0 || !(k.flops >= 0))
     throw Error(fmt::format("explain: kernel {}: bad timing ({} us, {} bytes, {} FLOP)", k.name,
                             k.us, k.bytes, k.flops));
+  if (k.tf32x3 && !(peaks.tf32_tflops > 0))
+    throw Error(fmt::format("explain: kernel {} runs on TF32 tensor cores (3xTF32) but no TF32 "
+                            "peak was calibrated", k.name));
+  // What its FLOP/s are held against: the dtype's GEMM peak, or a third of TF32's for 3xTF32.
+  const double peak_tflops = k.tf32x3 ? peaks.tf32_tflops / 3 : peaks.tflops;
+  const std::string peak_name = k.tf32x3 ? "3xTF32" : peaks.dtype;
   KernelExplain e;
   e.k = k;
-  e.ideal_us = std::max(k.bytes / (peaks.gbps * 1e3), k.flops / (peaks.tflops * 1e6));
+  e.ideal_us = std::max(k.bytes / (peaks.gbps * 1e3), k.flops / (peak_tflops * 1e6));
   if (k.us > 0) {
     e.gbps = k.bytes / (k.us * 1e3);
     e.tflops = k.flops / (k.us * 1e6);
   }
   e.bw_share = e.gbps / peaks.gbps;
-  e.flop_share = e.tflops / peaks.tflops;
+  e.flop_share = e.tflops / peak_tflops;
   const bool flops_lead = e.flop_share >= e.bw_share;
   const double best = std::max(e.bw_share, e.flop_share);
   if (best < kOverheadPeakShare) {
     e.bound = Bound::Overhead;
     e.why = fmt::format("{:.0f}% of peak {} at best in {:.1f} us: too little work to fill the GPU",
-                        pct(best), flops_lead ? peaks.dtype + " FLOP/s" : "bandwidth", k.us);
+                        pct(best), flops_lead ? peak_name + " FLOP/s" : "bandwidth", k.us);
   } else if (flops_lead) {
     e.bound = Bound::Compute;
     e.why = fmt::format("{:.0f}% of peak {} TFLOP/s ({:.0f} of {:.0f})", pct(e.flop_share),
-                        peaks.dtype, e.tflops, peaks.tflops);
+                        peak_name, e.tflops, peak_tflops);
   } else {
     e.bound = Bound::Memory;
     e.why = fmt::format("{:.0f}% of copy bandwidth ({:.0f} of {:.0f} GB/s)", pct(e.bw_share),
@@ -118,6 +124,7 @@ std::vector<KernelSample> samples_from_steps(const nlohmann::json& steps) {
     k.us = s.at("us").get<double>();
     k.bytes = s.at("bytes").get<int64_t>();
     k.flops = s.value("flops", 0.0);
+    k.tf32x3 = s.value("tf32x3", false);
     out.push_back(std::move(k));
   }
   return out;
@@ -141,7 +148,8 @@ nlohmann::json explain_json(const ForwardExplain& e) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const KernelExplain& k : e.kernels)
     kernels.push_back({{"name", k.k.name}, {"kind", k.k.kind}, {"us", k.k.us},
-                       {"bytes", k.k.bytes}, {"flops", k.k.flops}, {"gbps", k.gbps},
+                       {"bytes", k.k.bytes}, {"flops", k.k.flops}, {"tf32x3", k.k.tf32x3},
+                       {"gbps", k.gbps},
                        {"tflops", k.tflops}, {"bw_share", k.bw_share},
                        {"flop_share", k.flop_share}, {"ideal_us", k.ideal_us},
                        {"verdict", bound_name(k.bound)}, {"why", k.why}});

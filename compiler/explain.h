@@ -28,6 +28,9 @@ struct Peaks {
   double gbps = 0;    // copy bandwidth (bytes read + written)
   double tflops = 0;  // GEMM throughput in the graph's dtype
   std::string dtype;  // "bf16", for the figures
+  // TF32 tensor-core GEMM throughput (f32 graphs; 0: not calibrated). A 3xTF32 GEMM does three
+  // TF32 products for each of its (fp32) FLOPs, so it is held against tf32_tflops / 3.
+  double tf32_tflops = 0;
 };
 
 struct KernelSample {
@@ -35,6 +38,7 @@ struct KernelSample {
   double us = 0;           // GPU time of one launch
   int64_t bytes = 0;
   double flops = 0;
+  bool tf32x3 = false;  // a GEMM as three TF32 products (codegen/tf32x3.h)
 };
 
 struct KernelExplain {
@@ -55,12 +59,13 @@ struct ForwardExplain {
   std::string why;
 };
 
-// Throws mlpc::Error when a peak or forward_us is not positive, or a kernel time is negative.
+// Throws mlpc::Error when a peak or forward_us is not positive, a kernel time is negative, or a
+// 3xTF32 kernel meets no TF32 peak.
 KernelExplain explain_kernel(const KernelSample& k, const Peaks& peaks);
 ForwardExplain explain_forward(const std::vector<KernelSample>& kernels, double forward_us,
                                const Peaks& peaks);
 
-// The bench's per-step JSON (ModeResult::steps: name, kind, us, bytes, flops) as samples.
+// The bench's per-step JSON (ModeResult::steps: name, kind, us, bytes, flops, tf32x3) as samples.
 std::vector<KernelSample> samples_from_steps(const nlohmann::json& steps);
 
 // A table: kernel, kind, µs, GFLOP, MB, TFLOP/s, % of peak, GB/s, % of peak, verdict (figure);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -83,6 +84,8 @@ std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& option
       nlohmann::json s = {{"name", kernels[i]["name"]}, {"kind", kernels[i]["kind"]},
                           {"us", us[i]}, {"bytes", kernels[i]["bytes"]},
                           {"gbps", kernels[i]["bytes"].get<double>() / (us[i] * 1e3)}};
+      const nlohmann::json& ops = kernels[i]["ops"];
+      if (std::find(ops.begin(), ops.end(), "tf32x3") != ops.end()) s["tf32x3"] = true;
       if (kernels[i].contains("flops")) {
         s["flops"] = kernels[i]["flops"];
         s["tflops"] = kernels[i]["flops"].get<double>() / (us[i] * 1e6);

@@ -81,13 +81,17 @@ double measure_copy_gbps() {
   return 2.0 * kCopyBytes / (ms * 1e6);
 }
 
-double measure_gemm_tflops(ir::DType dtype) {
-  // Large enough to reach the tensor-core peak; f32 (no tensor cores) at a size that still
-  // takes milliseconds rather than a second.
-  const int64_t n = dtype == ir::DType::F32 ? 4096 : 8192;
+// `tf32`: an f32 GEMM on TF32 tensor cores, as one of a 3xTF32 GEMM's (a 3xTF32 step of
+// product length k/3 is one TF32 GEMM of length k over the parts: codegen/tf32x3.h).
+double measure_gemm_tflops(ir::DType dtype, bool tf32 = false) {
+  // Large enough to reach the tensor-core peak; f32 on CUDA cores at a size that still takes
+  // milliseconds rather than a second.
+  const int64_t n = dtype == ir::DType::F32 && !tf32 ? 4096 : tf32 ? 6144 : 8192;
   codegen::GemmStep step;
   step.name = "calibration_gemm";
-  step.n = step.k = n;
+  step.n = n;
+  step.k = tf32 ? n / 3 : n;
+  step.tf32x3 = tf32;
   step.dtype = dtype;
   DeviceScratch s;
   const size_t bytes = static_cast<size_t>(n * n) * ir::dtype_size(dtype);
@@ -101,7 +105,8 @@ double measure_gemm_tflops(ir::DType dtype) {
     best_ms = std::min(best_ms, s.best_ms([&] { gemm.try_run(step, n, c.algo, ops, s.stream); }, 3));
   }
   if (best_ms >= 1e30)
-    throw Error(fmt::format("calibration: cuBLASLt ran no {} GEMM of {}^3", ir::dtype_name(dtype), n));
+    throw Error(fmt::format("calibration: cuBLASLt ran no {} GEMM of {}^3",
+                            tf32 ? kTf32Peak : ir::dtype_name(dtype), n));
   return 2.0 * n * n * n / (best_ms * 1e9);
 }
 
@@ -137,7 +142,7 @@ DevicePeaks peaks_from_json(const nlohmann::json& j) {
   p.device = j["device"].get<std::string>();
   p.copy_gbps = j["copy_gbps"].get<double>();
   for (const auto& [dtype, v] : j["gemm_tflops"].items()) {
-    if (!ir::parse_dtype(dtype)) throw bad(fmt::format("\"gemm_tflops\": unknown dtype '{}'", dtype));
+    if (!ir::parse_dtype(dtype) && dtype != kTf32Peak) throw bad(fmt::format("\"gemm_tflops\": unknown dtype '{}'", dtype));
     if (!positive(v)) throw bad(fmt::format("\"gemm_tflops\".{} is not a positive number", dtype));
     p.gemm_tflops[dtype] = v.get<double>();
   }
@@ -173,13 +178,16 @@ DevicePeaks device_peaks(ir::DType dtype) {
     }
   }
   if (!loaded) p = DevicePeaks{.device = device};
-  p.from_cache = loaded && p.gemm_tflops.count(dt);
+  const bool f32 = dtype == ir::DType::F32;
+  p.from_cache = loaded && p.gemm_tflops.count(dt) && (!f32 || p.gemm_tflops.count(kTf32Peak));
   if (p.from_cache) {
     p.cache_file = file.string();
     return p;
   }
   if (!loaded) p.copy_gbps = measure_copy_gbps();
-  p.gemm_tflops[dt] = measure_gemm_tflops(dtype);
+  if (!p.gemm_tflops.count(dt)) p.gemm_tflops[dt] = measure_gemm_tflops(dtype);
+  if (f32 && !p.gemm_tflops.count(kTf32Peak))
+    p.gemm_tflops[kTf32Peak] = measure_gemm_tflops(dtype, /*tf32=*/true);
   if (!file.empty() &&
       write_file_atomically(file.string(), {peaks_to_json(p).dump(2), "\n"}).empty())
     p.cache_file = file.string();

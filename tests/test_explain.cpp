@@ -34,6 +34,31 @@ TEST_CASE("explain: a GEMM at 80% of peak FLOP/s is compute-bound", "[explain]")
   CHECK(e.ideal_us == Approx(kGemmFlops / 790e6));
 }
 
+TEST_CASE("explain: a 3xTF32 GEMM is held against a third of the TF32 peak, not fp32's",
+          "[explain]") {
+  // mlp3's fc1 chunk as measured on the H200 (fourth session): 2*8192*4096*1024 FLOP. Against
+  // IEEE fp32's ~51 TFLOP/s it would read as far over 100%; it runs on TF32 tensor cores.
+  const mlpc::Peaks f32{.gbps = 4000, .tflops = 51, .dtype = "f32", .tf32_tflops = 360};
+  const double flops = 2.0 * 8192 * 4096 * 1024;
+  mlpc::KernelSample k = gemm("gemm_h1_chunk0", flops / (0.75 * 120e6), flops, 50331648);
+  k.tf32x3 = true;
+  mlpc::KernelExplain e = mlpc::explain_kernel(k, f32);
+  CHECK(e.flop_share == Approx(0.75));
+  CHECK(e.bound == mlpc::Bound::Compute);
+  CHECK(e.why == "75% of peak 3xTF32 TFLOP/s (90 of 120)");
+  CHECK(e.ideal_us == Approx(flops / 120e6));
+  // The same GEMM as IEEE fp32 is held against the f32 peak.
+  k.tf32x3 = false;
+  CHECK(mlpc::explain_kernel(k, f32).flop_share == Approx(90.0 / 51));
+  // With no TF32 peak there is nothing honest to hold it against.
+  k.tf32x3 = true;
+  mlpc::Peaks no_tf32 = f32;
+  no_tf32.tf32_tflops = 0;
+  CHECK_THROWS_WITH(mlpc::explain_kernel(k, no_tf32),
+                    "explain: kernel gemm_h1_chunk0 runs on TF32 tensor cores (3xTF32) but no "
+                    "TF32 peak was calibrated");
+}
+
 TEST_CASE("explain: a kernel at 90% of copy bandwidth is memory-bound", "[explain]") {
   const double us = kPointwiseBytes / (0.9 * 4000e3);
   mlpc::KernelExplain e =
@@ -124,10 +149,14 @@ TEST_CASE("explain: bad peaks or timings are errors", "[explain][error]") {
 TEST_CASE("explain: samples come from the bench's per-step JSON", "[explain]") {
   nlohmann::json steps = nlohmann::json::array(
       {{{"name", "gemm_y"}, {"kind", "gemm"}, {"us", 3.0}, {"bytes", 266240}, {"flops", 4194304.0}},
-       {{"name", "mlpc_add_0"}, {"kind", "pointwise"}, {"us", 2.0}, {"bytes", 262272}}});
+       {{"name", "mlpc_add_0"}, {"kind", "pointwise"}, {"us", 2.0}, {"bytes", 262272}},
+       {{"name", "gemm_h"}, {"kind", "gemm"}, {"us", 9.0}, {"bytes", 1}, {"flops", 8.0},
+        {"tf32x3", true}}});
   std::vector<mlpc::KernelSample> ks = mlpc::samples_from_steps(steps);
-  REQUIRE(ks.size() == 2);
+  REQUIRE(ks.size() == 3);
   CHECK(ks[0].flops == 4194304.0);
+  CHECK_FALSE(ks[0].tf32x3);
+  CHECK(ks[2].tf32x3);
   CHECK(ks[1].flops == 0);
   CHECK(ks[1].bytes == 262272);
 }
@@ -136,7 +165,7 @@ TEST_CASE("calibration: peaks round-trip through their cache JSON", "[explain]")
   mlpc::runtime::DevicePeaks p;
   p.device = "NVIDIA H200";
   p.copy_gbps = 4012.5;
-  p.gemm_tflops = {{"bf16", 702.0}, {"f32", 51.0}};
+  p.gemm_tflops = {{"bf16", 702.0}, {"f32", 51.0}, {mlpc::runtime::kTf32Peak, 360.0}};
   mlpc::runtime::DevicePeaks back = mlpc::runtime::peaks_from_json(mlpc::runtime::peaks_to_json(p));
   CHECK(back.device == p.device);
   CHECK(back.copy_gbps == p.copy_gbps);

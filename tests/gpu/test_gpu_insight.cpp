@@ -54,3 +54,26 @@ TEST_CASE("explain: a real bench of geglu at 8192 is GEMM-dominated", "[gpu][exp
   CHECK(e["compiled"]["verdict"] == "compute-bound");
   CHECK(e["compiled"]["kernels"][2]["verdict"] == "memory-bound");
 }
+
+TEST_CASE("explain: 3xTF32 GEMMs are held against the calibrated TF32 peak", "[gpu][explain]") {
+  runtime::DevicePeaks p = runtime::device_peaks(ir::DType::F32);
+  INFO(peaks_text(p));
+  REQUIRE(p.gemm_tflops.count(runtime::kTf32Peak));
+  // TF32 tensor cores do several times the FLOPs of fp32 FMAs (the H200: ~7x).
+  CHECK(p.gemm_tflops.at(runtime::kTf32Peak) > 2 * p.gemm_tflops.at("f32"));
+  CompileOptions o;
+  o.fp32_gemms = Fp32Gemms::Tf32x3;
+  std::vector<BenchResult> r = bench(make_sample("mlp3"), {2048}, 7, o);
+  REQUIRE(r.size() == 1);
+  nlohmann::json e = explain_bench_json(r[0], p);
+  INFO(e["compiled"].dump(1));
+  int tf32x3 = 0;
+  for (const nlohmann::json& k : e["compiled"]["kernels"]) {
+    if (!k["tf32x3"].get<bool>()) continue;
+    ++tf32x3;
+    // At most its peak (with noise), where against fp32's it would read as ~2-4x over.
+    CHECK(k["flop_share"].get<double>() < 1.1);
+    CHECK(k["flop_share"].get<double>() > 0.05);
+  }
+  CHECK(tf32x3 >= 3);  // fc1, fc2, fc3, each in K-chunks
+}
