@@ -6,6 +6,7 @@
 #include "codegen/plan_builder.h"
 #include "compiler/logs.h"
 #include "compiler/speculative_builds.h"
+#include "runtime/build_log.h"
 #include "runtime/device.h"
 #include "runtime/kernel_builds.h"
 #include "runtime/wall_clock.h"
@@ -16,6 +17,8 @@ using runtime::ms_since;
 
 CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   CompiledGraph c;
+  const LogTopics logs = log_topics_from_env();  // an unknown topic fails before any work
+  runtime::set_build_log(logs.builds);
   auto phase = Clock::now();
   c.arch = options.arch.empty() ? runtime::device_arch() : options.arch;
   // Builds, on other threads, the kernels -O2's measured decisions will ask for, while the GPU
@@ -42,7 +45,7 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   const DecisionCosts after = decision_costs();
   c.plan_build_wait_ms = after.build_wait_ms - before.build_wait_ms;
   c.plan_timing_ms = after.timing_ms - before.timing_ms;
-  log_compile(c);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
+  log_compile(c, logs);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   if (!options.build_kernels) return c;
   auto t0 = Clock::now();
   runtime::KernelBuilds built = runtime::build_kernels(c.plan.steps, c.arch, options.use_cache);

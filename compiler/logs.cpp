@@ -44,10 +44,11 @@ LogTopics parse_log_topics(const std::string& spec) {
     if (topic == "passes") t.passes = true;
     else if (topic == "fusion") t.fusion = true;
     else if (topic == "output_code") t.output_code = true;
-    else if (topic == "all") t.passes = t.fusion = t.output_code = true;
+    else if (topic == "builds") t.builds = true;
+    else if (topic == "all") t.passes = t.fusion = t.output_code = t.builds = true;
     else
       throw Error(fmt::format("MLPC_LOGS: unknown topic '{}' (known: passes, fusion, "
-                              "output_code, all)", topic));
+                              "output_code, builds, all)", topic));
   }
   return t;
 }
@@ -92,8 +93,7 @@ std::string compile_log(const CompiledGraph& c, const LogTopics& topics) {
   return out;
 }
 
-void log_compile(const CompiledGraph& c) {
-  const LogTopics topics = log_topics_from_env();
+void log_compile(const CompiledGraph& c, const LogTopics& topics) {
   if (!topics.any()) return;
   const std::string text = compile_log(c, topics);
   std::fwrite(text.data(), 1, text.size(), stderr);

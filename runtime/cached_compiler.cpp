@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 
+#include "runtime/build_log.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/wall_clock.h"
 
@@ -53,9 +54,18 @@ InFlight& in_flight() {
 }  // namespace
 
 CachedCompiler::Cubin CachedCompiler::get(const std::string& source, const std::string& name) {
+  const bool logged = build_log_on();
+  const double asked_ms = logged ? build_log_now_ms() : 0.0;
+  auto log = [&](BuildEvent::From from) {
+    if (logged)
+      log_build({name, arch_, from, build_log_thread(), asked_ms, build_log_now_ms() - asked_ms});
+  };
   const std::string key = this->key(source);
   if (cache_ && !key.empty())
-    if (std::optional<std::vector<char>> hit = cache_->load(key)) return {std::move(*hit), true};
+    if (std::optional<std::vector<char>> hit = cache_->load(key)) {
+      log(BuildEvent::From::DiskCache);
+      return {std::move(*hit), true};
+    }
   std::promise<std::vector<char>> mine;
   if (!key.empty()) {
     std::unique_lock lock(in_flight().m);
@@ -63,7 +73,9 @@ CachedCompiler::Cubin CachedCompiler::get(const std::string& source, const std::
     if (!fresh) {
       std::shared_future<std::vector<char>> theirs = it->second;
       lock.unlock();
-      return {theirs.get(), true};  // rethrows their build's failure
+      Cubin theirs_cubin{theirs.get(), true};  // rethrows their build's failure
+      log(BuildEvent::From::InFlight);
+      return theirs_cubin;
     }
   }
   auto done = [&] {
@@ -76,6 +88,7 @@ CachedCompiler::Cubin CachedCompiler::get(const std::string& source, const std::
     if (std::optional<std::vector<char>> hit = cache_->load(key)) {
       mine.set_value(*hit);
       done();
+      log(BuildEvent::From::DiskCache);
       return {std::move(*hit), true};
     }
   const auto t0 = std::chrono::steady_clock::now();
@@ -85,12 +98,14 @@ CachedCompiler::Cubin CachedCompiler::get(const std::string& source, const std::
   } catch (...) {
     mine.set_exception(std::current_exception());
     done();
+    log(BuildEvent::From::Failed);
     throw;
   }
   c.nvrtc_ms = ms_since(t0);
   if (cache_) cache_->store(key, c.bytes);
   mine.set_value(c.bytes);
   done();
+  log(BuildEvent::From::Nvrtc);
   return c;
 }
 

@@ -1,5 +1,5 @@
-// MLPC_LOGS=passes,fusion,output_code: what compile() prints to stderr, from the C++ API (here)
-// and the CLI (a child process), and the one-line error for an unknown topic.
+// MLPC_LOGS=passes,fusion,output_code,builds: what compile() prints to stderr, from the C++ API
+// (here) and the CLI (a child process), and the one-line error for an unknown topic.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -9,11 +9,15 @@
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
+#include <atomic>
+#include <thread>
 #include <tuple>
 
 #include "compiler/logs.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
+#include "runtime/build_log.h"
+#include "runtime/cached_compiler.h"
 #include "runtime/scoped_env.h"
 #include "scratch_dir.h"
 
@@ -71,15 +75,18 @@ TEST_CASE("logs: MLPC_LOGS topics parse, with 'all' and spaces", "[logs]") {
   CHECK(t.passes);
   CHECK_FALSE(t.fusion);
   CHECK(t.output_code);
+  CHECK_FALSE(t.builds);
   t = mlpc::parse_log_topics("all");
-  CHECK((t.passes && t.fusion && t.output_code));
+  CHECK((t.passes && t.fusion && t.output_code && t.builds));
+  CHECK(mlpc::parse_log_topics("builds").builds);
   CHECK_FALSE(mlpc::parse_log_topics("").any());
   CHECK_FALSE(mlpc::parse_log_topics(",,").any());
 }
 
 TEST_CASE("logs: an unknown topic is one error line naming the known ones", "[logs][error]") {
   CHECK_THROWS_WITH(mlpc::parse_log_topics("passes,kernels"),
-                    "MLPC_LOGS: unknown topic 'kernels' (known: passes, fusion, output_code, all)");
+                    "MLPC_LOGS: unknown topic 'kernels' (known: passes, fusion, output_code, "
+                    "builds, all)");
 }
 
 TEST_CASE("logs: each topic prints its part of the compile, prefixed", "[logs]") {
@@ -145,5 +152,80 @@ TEST_CASE("logs: the CLI prints MLPC_LOGS topics on stderr, and refuses an unkno
   std::tie(code, err) = run("nope");
   CHECK(code == 1);
   CHECK(err == "mlpc: error: MLPC_LOGS: unknown topic 'nope' (known: passes, fusion, "
-               "output_code, all)\n");
+               "output_code, builds, all)\n");
+}
+
+namespace {
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("logs: a build line says where the CUBIN came from, when and how long", "[logs]") {
+  using mlpc::runtime::BuildEvent;
+  CHECK(mlpc::runtime::build_log_line({"mlpc_fused_gelu_tanh_mul_0", "sm_90a",
+                                       BuildEvent::From::Nvrtc, 2, 93.34, 30.06}) ==
+        "[mlpc:builds] +   93.3 ms  thread 2   mlpc_fused_gelu_tanh_mul_0 (sm_90a): NVRTC 30.1 ms\n");
+  CHECK(mlpc::runtime::build_log_line({"k", "sm_90", BuildEvent::From::InFlight, 11, 0.0, 120.0}) ==
+        "[mlpc:builds] +    0.0 ms  thread 11  k (sm_90): waited for another thread's build "
+        "120.0 ms\n");
+  CHECK(mlpc::runtime::build_log_line({"k", "sm_90", BuildEvent::From::DiskCache, 1, 5.0, 0.25})
+            .find("on-disk cache 0.2 ms") != std::string::npos);
+}
+
+TEST_CASE("logs: MLPC_LOGS=builds prints each kernel build as it happens", "[logs][cache]") {
+  ScratchDir cache;
+  ScopedEnv dir("MLPC_CACHE_DIR", cache.path.string());
+  ScopedEnv on("MLPC_NO_KERNEL_CACHE", std::nullopt);
+  ScopedEnv logs("MLPC_LOGS", "builds");
+  mlpc::CompileOptions o;
+  o.arch = "sm_90";
+  const mlpc::ir::Graph g = mlpc::make_sample("geglu");
+  const std::string first = capture_stderr([&] { mlpc::compile(g, o); });
+  INFO(first);
+  CHECK(count(first, "[mlpc:builds] ") == 1);  // its one generated kernel
+  CHECK(first.find("thread ") != std::string::npos);
+  CHECK(first.find("mlpc_fused_gelu_tanh_mul_0 (sm_90): NVRTC ") != std::string::npos);
+  const std::string again = capture_stderr([&] { mlpc::compile(g, o); });
+  INFO(again);
+  CHECK(again.find("mlpc_fused_gelu_tanh_mul_0 (sm_90): on-disk cache ") != std::string::npos);
+  {
+    ScopedEnv quiet("MLPC_LOGS", "fusion");  // another topic: no build lines
+    CHECK(capture_stderr([&] { mlpc::compile(g, o); }).find("[mlpc:builds]") == std::string::npos);
+  }
+  mlpc::runtime::set_build_log(false);
+}
+
+TEST_CASE("logs: threads waiting for a build in flight say so", "[logs][cache]") {
+  ScratchDir cache;
+  ScopedEnv dir("MLPC_CACHE_DIR", cache.path.string());
+  ScopedEnv off("MLPC_NO_KERNEL_CACHE", "1");  // nothing on disk to share: only the build in flight
+  const std::string source =
+      "extern \"C\" __global__ void mlpc_test_logged_build(float* out) { out[0] = 4.0f; }\n";
+  mlpc::runtime::CachedCompiler compiler("sm_90", true);
+  constexpr int kThreads = 6;
+  std::vector<mlpc::runtime::CachedCompiler::Cubin> got(kThreads);
+  mlpc::runtime::set_build_log(true);
+  const std::string err = capture_stderr([&] {
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        ++ready;
+        while (ready.load() < kThreads) std::this_thread::yield();  // all start together
+        got[static_cast<size_t>(t)] = compiler.get(source, "mlpc_test_logged_build");
+      });
+    for (std::thread& t : threads) t.join();
+  });
+  mlpc::runtime::set_build_log(false);
+  INFO(err);
+  int built = 0;
+  for (const auto& c : got) built += !c.hit;
+  CHECK(count(err, "[mlpc:builds] ") == kThreads);
+  CHECK(count(err, ": NVRTC ") == built);
+  CHECK(count(err, ": waited for another thread's build ") == kThreads - built);
 }

@@ -1,0 +1,62 @@
+#include "runtime/build_log.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+
+namespace mlpc::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> on{false};
+std::atomic<Clock::rep> origin{Clock::now().time_since_epoch().count()};
+std::atomic<int> threads{0};
+
+std::string_view from_text(BuildEvent::From f) {
+  switch (f) {
+    case BuildEvent::From::Nvrtc: return "NVRTC";
+    case BuildEvent::From::DiskCache: return "on-disk cache";
+    case BuildEvent::From::InFlight: return "waited for another thread's build";
+    case BuildEvent::From::Failed: return "NVRTC failed after";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void set_build_log(bool enable) {
+  if (enable) origin = Clock::now().time_since_epoch().count();
+  on = enable;
+}
+
+bool build_log_on() { return on; }
+
+int build_log_thread() {
+  thread_local const int mine = ++threads;
+  return mine;
+}
+
+double build_log_now_ms() {
+  const Clock::duration since = Clock::now().time_since_epoch() - Clock::duration(origin.load());
+  return std::chrono::duration<double, std::milli>(since).count();
+}
+
+std::string build_log_line(const BuildEvent& e) {
+  return fmt::format("[mlpc:builds] +{:7.1f} ms  thread {:<2}  {} ({}): {} {:.1f} ms\n",
+                     e.start_ms, e.thread, e.kernel, e.target, from_text(e.from), e.ms);
+}
+
+void log_build(const BuildEvent& e) {
+  if (!on) return;
+  const std::string line = build_log_line(e);
+  static std::mutex m;
+  std::lock_guard lock(m);
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace mlpc::runtime
