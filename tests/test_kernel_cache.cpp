@@ -8,6 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 
+#include "run_together.h"
 #include "scratch_dir.h"
 #include <filesystem>
 #include <fstream>
@@ -383,15 +384,9 @@ TEST_CASE("threads asking for a kernel being built wait for that build", "[cache
   REQUIRE_FALSE(compiler.cache_enabled());
   constexpr int kThreads = 8;
   std::vector<runtime::CachedCompiler::Cubin> got(kThreads);
-  std::atomic<int> ready{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      ++ready;
-      while (ready.load() < kThreads) std::this_thread::yield();  // all start together
-      got[static_cast<size_t>(t)] = compiler.get(k.source, k.name);
-    });
-  for (std::thread& t : threads) t.join();
+  mlpc::test::run_together(kThreads, [&](int t) {
+    got[static_cast<size_t>(t)] = compiler.get(k.source, k.name);
+  });
   int built = 0;
   for (const auto& c : got) {
     built += !c.hit;

@@ -9,8 +9,6 @@
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
-#include <atomic>
-#include <thread>
 #include <tuple>
 
 #include "compiler/logs.h"
@@ -19,6 +17,7 @@
 #include "runtime/build_log.h"
 #include "runtime/cached_compiler.h"
 #include "runtime/scoped_env.h"
+#include "run_together.h"
 #include "scratch_dir.h"
 
 namespace {
@@ -211,15 +210,9 @@ TEST_CASE("logs: threads waiting for a build in flight say so", "[logs][cache]")
   std::vector<mlpc::runtime::CachedCompiler::Cubin> got(kThreads);
   mlpc::runtime::set_build_log(true);
   const std::string err = capture_stderr([&] {
-    std::atomic<int> ready{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t)
-      threads.emplace_back([&, t] {
-        ++ready;
-        while (ready.load() < kThreads) std::this_thread::yield();  // all start together
-        got[static_cast<size_t>(t)] = compiler.get(source, "mlpc_test_logged_build");
-      });
-    for (std::thread& t : threads) t.join();
+    mlpc::test::run_together(kThreads, [&](int t) {
+      got[static_cast<size_t>(t)] = compiler.get(source, "mlpc_test_logged_build");
+    });
   });
   mlpc::runtime::set_build_log(false);
   INFO(err);
