@@ -85,8 +85,8 @@ double measure_copy_gbps() {
 // product length k/3 is one TF32 GEMM of length k over the parts: codegen/tf32x3.h).
 double measure_gemm_tflops(ir::DType dtype, bool tf32 = false) {
   // Large enough to reach the tensor-core peak; f32 on CUDA cores at a size that still takes
-  // milliseconds rather than a second.
-  const int64_t n = dtype == ir::DType::F32 && !tf32 ? 4096 : tf32 ? 6144 : 8192;
+  // milliseconds rather than a second; TF32 square over the parts (6144 = 3 x 2048).
+  const int64_t n = tf32 ? 6144 : dtype == ir::DType::F32 ? 4096 : 8192;
   codegen::GemmStep step;
   step.name = "calibration_gemm";
   step.n = n;
