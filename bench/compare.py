@@ -12,18 +12,19 @@ they differ by a few units in the last place of that type (bf16: 2^-8, f32 with 
 both sides: ~1e-6), accumulated over the K-long reductions; bf16 gets 4 * 2^-8 = 0.016, f32 1e-4.
 
 Usage: python3 bench/compare.py --mlpc stage/bin/mlpc [--opt 2] [--out DIR] [--cases ...]
+       python3 bench/compare.py --table-from DIR/compare.json   (the table again, no GPU needed)
 """
 import argparse, json, os, shlex, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
-import mlpc_files  # noqa: E402
 
 AGREE = {"bfloat16": 4 * 2.0 ** -8, "float16": 4 * 2.0 ** -11, "float32": 1e-4}
 
 
 def agreement(mlpc_out, torch_out):
     """max |a - b| / max |b| over the whole output (both read from .npy files)."""
+    import mlpc_files  # torch: only for a run, not for --table-from
     a = mlpc_files.read_npy(mlpc_out).double()
     b = mlpc_files.read_npy(torch_out).double()
     if a.shape != b.shape:
@@ -39,6 +40,37 @@ CASES = {
     "llama_geglu": ("llama_geglu", 4096),
     "ffn": ("ffn", 8192),
 }
+# Issue 3's targets: mlpc compiled / best PyTorch mode (ffn: the README's, from anchors.md).
+TARGETS = {"linear": 0.15, "geglu": 0.86, "geglu_m16": 0.20, "mlp3": 0.99,
+           "mlp3_small_relu": 0.20, "llama_geglu": 0.90, "ffn": 0.85}
+
+
+def markdown_table(results):
+    """compare.json's list ({"case", "torch", "mlpc"}, one per case run) as a markdown table:
+    per-forward medians (us), launches, the ratio against the best PyTorch mode with its target,
+    agreement, and mlpc's cold / warm compile times (ms)."""
+    lines = ["| case | PyTorch eager | compile default | reduce-overhead | mlpc eager | mlpc compiled "
+             "| launches | ratio mlpc / best PyTorch | target | mlpc within tolerance "
+             "| vs PyTorch output | mlpc compile ms, cold / warm |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        case, t, m = r["case"], r["torch"], r["mlpc"]
+        e, c = m["modes"]["eager"], m["modes"]["compiled"]
+        ratio = c["median_us"] / t.get("best_us", float("nan"))
+        target = TARGETS.get(case)
+        met = "" if target is None else (" ✓" if ratio <= target else " ✗")
+        # three decimals, or five where three would round onto the target and hide the verdict
+        digits = 5 if target is not None and round(ratio, 3) == target else 3
+        f = lambda mode: f"{t[mode]['median_us']:.1f}" if mode in t else "-"
+        lines.append(f"| {case} (M={m['batch']}) | {f('eager')} | {f('default')} "
+                     f"| {f('reduce-overhead')} | {e['median_us']:.1f} | {c['median_us']:.1f} "
+                     f"| {c['launches']} | {ratio:.{digits}f}{met} "
+                     f"| {'-' if target is None else f'≤ {target:.2f}'} "
+                     f"| {e['within_tolerance'] and c['within_tolerance']} "
+                     f"| {m['vs_torch']:.2e} ({'agrees' if m['agrees'] else 'DIFFERS'}) "
+                     f"| {c.get('compile_cold_ms', float('nan')):.0f} / "
+                     f"{c.get('compile_warm_ms', float('nan')):.1f} |")
+    return "\n".join(lines)
 
 
 def run_json_lines(cmd, log):
@@ -63,13 +95,18 @@ def main():
     ap.add_argument("--out", default=None)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--mlpc-flags", default="", help="more flags for mlpc bench, e.g. '--fp32-gemms ieee'")
+    ap.add_argument("--table-from", default=None, help="print the table of a saved compare.json")
     args = ap.parse_args()
+    if args.table_from:
+        with open(args.table_from) as f:
+            print(markdown_table(json.load(f)))
+        return
     cases = args.cases.split(",")
     log = os.path.join(args.out, "compare.log") if args.out else None
     if args.out:
         os.makedirs(args.out, exist_ok=True)
 
-    rows = []
+    results = []
     for case in cases:
         sample, batch = CASES[case]
         data = os.path.join(args.out or "/tmp/mlpc-compare", "data")
@@ -98,26 +135,15 @@ def main():
             print(f"{case}: cannot compare outputs: {e}", file=sys.stderr)
             m["vs_torch"] = float("inf")
         m["agrees"] = m["vs_torch"] <= AGREE.get(t.get("dtype", "float32"), 1e-4)
-        rows.append((case, sample, batch, t, m))
+        results.append({"case": case, "torch": t, "mlpc": m})
 
-    lines = ["| case | PyTorch eager | compile default | reduce-overhead | mlpc eager | mlpc compiled "
-             "| launches | ratio mlpc / best PyTorch | mlpc within tolerance | vs PyTorch output |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for case, sample, batch, t, m in rows:
-        e, c = m["modes"]["eager"], m["modes"]["compiled"]
-        best = t.get("best_us", float("nan"))
-        f = lambda mode: f"{t[mode]['median_us']:.1f}" if mode in t else "-"
-        lines.append(f"| {case} (M={batch}) | {f('eager')} | {f('default')} | {f('reduce-overhead')} "
-                     f"| {e['median_us']:.1f} | {c['median_us']:.1f} | {c['launches']} "
-                     f"| {c['median_us'] / best:.3f} | {e['within_tolerance'] and c['within_tolerance']} "
-                     f"| {m['vs_torch']:.2e} ({'agrees' if m['agrees'] else 'DIFFERS'}) |")
-    table = "\n".join(lines)
+    table = markdown_table(results)
     print(table)
     if args.out:
         with open(os.path.join(args.out, "compare.md"), "w") as f:
             f.write(table + "\n")
         with open(os.path.join(args.out, "compare.json"), "w") as f:
-            json.dump([{"case": r[0], "torch": r[3], "mlpc": r[4]} for r in rows], f, indent=1)
+            json.dump(results, f, indent=1)
 
 
 if __name__ == "__main__":
