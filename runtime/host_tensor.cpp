@@ -38,9 +38,13 @@ double round_to(ir::DType t, double v) {
   return f;
 }
 
-void encode_floats(ir::DType t, const float* values, int64_t n, uint8_t* out) {
+namespace {
+
+// `n` values (float or double, each rounded to float first) as raw device bytes of `t` at `out`.
+template <class T>
+void encode_values(ir::DType t, const T* values, int64_t n, uint8_t* out) {
   for (int64_t i = 0; i < n; ++i) {
-    const float f = values[i];
+    const float f = static_cast<float>(values[i]);
     if (t == ir::DType::F32) {
       std::memcpy(&out[i * 4], &f, 4);
     } else {
@@ -50,10 +54,15 @@ void encode_floats(ir::DType t, const float* values, int64_t n, uint8_t* out) {
   }
 }
 
+}  // namespace
+
+void encode_floats(ir::DType t, const float* values, int64_t n, uint8_t* out) {
+  encode_values(t, values, n, out);
+}
+
 std::vector<uint8_t> encode(const HostTensor& t) {
-  const std::vector<float> f(t.data.begin(), t.data.end());
-  std::vector<uint8_t> out(f.size() * ir::dtype_size(t.dtype));
-  encode_floats(t.dtype, f.data(), static_cast<int64_t>(f.size()), out.data());
+  std::vector<uint8_t> out(t.data.size() * ir::dtype_size(t.dtype));
+  encode_values(t.dtype, t.data.data(), static_cast<int64_t>(t.data.size()), out.data());
   return out;
 }
 

@@ -22,4 +22,10 @@ std::string dedent(const std::string& s) {
   return out;
 }
 
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace mlpc::test

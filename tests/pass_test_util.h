@@ -1,4 +1,5 @@
-// Helpers for golden tests on printed IR: parse the input text, run a pass, print the result.
+// Helpers for golden tests on printed IR (parse the input text, run a pass, print the result)
+// and on other printed text (logs, reports).
 #pragma once
 
 #include <string>
@@ -21,5 +22,8 @@ std::string after(const std::string& text, Pass&& pass, bool* changed = nullptr)
 
 // Drops leading indentation common to all lines, so expected IR can be indented in the test.
 std::string dedent(const std::string& s);
+
+// How many times `what` occurs in `text` (overlapping occurrences counted).
+int count(const std::string& text, const std::string& what);
 
 }  // namespace mlpc::test

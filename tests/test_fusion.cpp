@@ -7,6 +7,7 @@
 #include "passes/fuse_pointwise.h"
 
 using mlpc::test::after;
+using mlpc::test::count;
 using mlpc::test::dedent;
 using namespace mlpc;
 
@@ -21,12 +22,6 @@ struct Fuse {
     return changed;
   }
 };
-
-int count(const std::string& s, const std::string& what) {
-  int n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "runtime/build_log.h"
 #include "runtime/cached_compiler.h"
 #include "runtime/scoped_env.h"
+#include "pass_test_util.h"
 #include "run_together.h"
 #include "scratch_dir.h"
 
@@ -24,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using mlpc::runtime::ScopedEnv;
+using mlpc::test::count;
 using mlpc::test::ScratchDir;
 
 std::string slurp(const fs::path& p) {
@@ -153,16 +155,6 @@ TEST_CASE("logs: the CLI prints MLPC_LOGS topics on stderr, and refuses an unkno
   CHECK(err == "mlpc: error: MLPC_LOGS: unknown topic 'nope' (known: passes, fusion, "
                "output_code, builds, all)\n");
 }
-
-namespace {
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-}  // namespace
 
 TEST_CASE("logs: a build line says where the CUBIN came from, when and how long", "[logs]") {
   using mlpc::runtime::BuildEvent;

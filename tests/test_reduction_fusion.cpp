@@ -13,6 +13,7 @@
 #include "passes/fuse_reduction.h"
 
 using mlpc::test::after;
+using mlpc::test::count;
 using mlpc::test::dedent;
 using namespace mlpc;
 
@@ -29,12 +30,6 @@ struct FuseRows {
     return changed;
   }
 };
-
-int count(const std::string& s, const std::string& what) {
-  int n = 0;
-  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
 
 std::vector<std::string> kinds(const codegen::Plan& p) {
   std::vector<std::string> k;
