@@ -14,9 +14,14 @@ std::vector<char> compile_to_cubin(const std::string& source, const std::string&
                                    const std::string& arch);
 
 // The exact NVRTC option list compile_to_cubin passes for ARCH, in order:
-// {"--gpu-architecture=ARCH", "-std=c++17", "-I<cuda_include_dir()>"}. The kernel cache hashes
-// it, so anything added here changes every cache key. Throws like cuda_include_dir().
+// {"--gpu-architecture=ARCH", "-std=c++17", "-I<cuda_include_dir()>"}, then "--no-cache" where
+// nvrtc_has_own_cache(). The kernel cache hashes it, so anything added here changes every cache
+// key. Throws like cuda_include_dir().
 std::vector<std::string> nvrtc_options(const std::string& arch);
+
+// Whether this NVRTC (12.9+) keeps its own on-disk cache of compiled programs, which mlpc turns
+// off with --no-cache (its own CUBIN cache serves repeats; see nvrtc_options).
+bool nvrtc_has_own_cache();
 
 // The directory holding cuda_bf16.h: $CUDA_HOME/include, $CUDA_PATH/include, the build-time
 // toolkit, /usr/local/cuda/include, first that has it. Throws mlpc::Error when none does.

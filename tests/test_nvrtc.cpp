@@ -43,6 +43,23 @@ TEST_CASE("NVRTC compiles a bf16 kernel to an sm_90 CUBIN", "[nvrtc]") {
   CHECK_THAT(cuda_include_dir(), !Contains(";"));
 }
 
+TEST_CASE("NVRTC's own program cache is off where it has one (12.9+): mlpc's CUBIN cache serves "
+          "repeats", "[nvrtc]") {
+  const std::vector<std::string> options = nvrtc_options("sm_90");
+  REQUIRE(options.size() >= 3);
+  CHECK(options[0] == "--gpu-architecture=sm_90");
+  CHECK(options[1] == "-std=c++17");
+  CHECK_THAT(options[2], StartsWith("-I"));
+  const std::string version = nvrtc_version();
+  const int major = std::stoi(version);
+  const int minor = std::stoi(version.substr(version.find('.') + 1));
+  const bool has_cache = major > 12 || (major == 12 && minor >= 9);
+  CHECK(nvrtc_has_own_cache() == has_cache);
+  CHECK((options.back() == "--no-cache") == has_cache);
+  // and NVRTC takes the list: a kernel builds with it (the option would be rejected otherwise).
+  CHECK(compile_to_cubin(kBf16Kernel, "mlpc_test_gelu_bf16", "sm_90a").size() > 4);
+}
+
 TEST_CASE("NVRTC compile errors name the kernel, the arch and the log", "[nvrtc]") {
   const std::string bad = R"(
 extern "C" __global__ void mlpc_test_broken(float* out, long long n) {
