@@ -17,6 +17,7 @@
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "runtime/device.h"
+#include "runtime/kernel_builds.h"
 #include "runtime/nvrtc_compiler.h"
 
 using namespace mlpc;
@@ -128,6 +129,18 @@ TEST_CASE("gated GEMMs: merged gate|up is read back as its two weight halves", "
   REQUIRE(whole >= 0);
   CHECK(c.plan.buffers[static_cast<size_t>(whole)].name == "gate_up.weight");
   CHECK(k->source.find("const float v_gate = g;\n  const float v_up = u;") != std::string::npos);
+  CHECK(k->ir_nodes == std::vector<std::string>{"gate_up", "gate", "up", "act", "h"});
+  // The kernel of gate and up apart, to the byte: a cold -O2 compile builds both merge outcomes'
+  // plans ahead of the merge decision, and one NVRTC build (same cache key) serves the two.
+  o.merge_gemms = MergeGemms::Off;
+  CompiledGraph apart = compile(make_sample("geglu"), o);
+  const codegen::KernelStep* k_apart = gated_step(apart.plan);
+  REQUIRE(k_apart);
+  CHECK(k->name == "mlpc_fused_gelu_tanh_mul_0");
+  CHECK(k_apart->name == k->name);
+  CHECK(k_apart->source == k->source);
+  CHECK(runtime::kernel_build_key(*k_apart, "sm_90") == runtime::kernel_build_key(*k, "sm_90"));
+  CHECK(k->source.find("#include") == std::string::npos);  // no header to parse (cvt packs the pair)
 }
 
 TEST_CASE("gated GEMMs: every GeGLU and SwiGLU sample, built by NVRTC for sm_90a", "[gated_gemm][nvrtc]") {
