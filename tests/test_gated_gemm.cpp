@@ -154,6 +154,27 @@ TEST_CASE("gated GEMMs: every GeGLU and SwiGLU sample, built by NVRTC for sm_90a
     REQUIRE(k);
     CHECK(std::string(c.cubins.at(k->name).data(), 4) == "\x7f" "ELF");
   }
+  // A combine that rounds through f16 needs the headers' conversions: they come back with it.
+  const char* casts = R"(func @g(%x: bf16[M, 64]) -> bf16[M, 64] {
+  %wg = param bf16[64, 64]
+  %wu = param bf16[64, 64]
+  %gate = matmul %x, %wg : bf16[M, 64]
+  %up = matmul %x, %wu : bf16[M, 64]
+  %act = silu %gate : bf16[M, 64]
+  %half = cast %act : f16[M, 64]
+  %back = cast %half : bf16[M, 64]
+  %h = mul %back, %up : bf16[M, 64]
+  return %h
+})";
+  CompileOptions o = gated_options(GatedGemms::On);
+  o.build_kernels = true;
+  o.use_cache = false;
+  CompiledGraph cast = compile(ir::parse(casts, "casts.mlp"), o);
+  const codegen::KernelStep* k = gated_step(cast.plan);
+  REQUIRE(k);
+  CHECK(k->source.find("#include <cuda_fp16.h>") != std::string::npos);
+  CHECK(k->source.find("__float2half_rn(") != std::string::npos);
+  CHECK(std::string(cast.cubins.at(k->name).data(), 4) == "\x7f" "ELF");
   CompiledGraph swiglu = compile(make_sample("ffn_swiglu"), gated_options(GatedGemms::On));
   CHECK(gated_step(swiglu.plan)->source.find("__fdividef(x, 1.0f + __expf(-x))") != std::string::npos);
 }
