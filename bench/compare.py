@@ -113,12 +113,17 @@ def main():
         torch_r = run_json_lines([sys.executable, os.path.join(HERE, "torch_baseline.py"),
                                   "--cases", case, "--save", data], log)
         case_dir = os.path.join(data, case)
+        # What the machine was doing when mlpc's cold compile began (it follows the case's
+        # PyTorch process), and every kernel build on stderr into compare.log: inside the harness
+        # the cold geglu compile has measured ~1.6x its standalone time, cause not yet known.
+        loadavg = os.getloadavg()
         p = subprocess.run([args.mlpc, "bench", "--sample", sample, "--batch", str(batch),
                             "-O", args.opt, "--json", *shlex.split(args.mlpc_flags),
                             "--weights", os.path.join(case_dir, "weights.safetensors"),
                             "--input", os.path.join(case_dir, "x.npy"),
                             "--output", os.path.join(case_dir, "mlpc_out.npy")],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True,
+                           env={**os.environ, "MLPC_LOGS": "builds"})
         if log:
             with open(log, "a") as f:
                 f.write(p.stdout + p.stderr)
@@ -135,6 +140,7 @@ def main():
             print(f"{case}: cannot compare outputs: {e}", file=sys.stderr)
             m["vs_torch"] = float("inf")
         m["agrees"] = m["vs_torch"] <= AGREE.get(t.get("dtype", "float32"), 1e-4)
+        m["loadavg_before"] = loadavg
         results.append({"case": case, "torch": t, "mlpc": m})
 
     table = markdown_table(results)
