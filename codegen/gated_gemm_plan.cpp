@@ -111,7 +111,9 @@ std::optional<Match> match(const Plan& plan, const ir::Node& region,
 
 // The region's kernel name without its slices ("mlpc_fused_slice_gelu_tanh_mul_0" ->
 // "mlpc_fused_gelu_tanh_mul_0"): in the gated kernel the slices of a merged gate|up product are
-// reads of two weight halves, so both merge outcomes name (and build) the same kernel.
+// reads of two weight halves, so both merge outcomes name (and build) the same kernel. Where
+// kernel_symbol cut a long op list at four, the slice took a place and the names differ: then
+// the two outcomes build their own copy, as before.
 std::string gated_kernel_name(std::string name) {
   const std::string slice = "_slice";
   for (size_t at = name.find(slice + "_"); at != std::string::npos; at = name.find(slice + "_", at))

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -48,6 +49,12 @@ std::string program_log(nvrtcProgram prog) {
   return log;
 }
 
+std::pair<int, int> nvrtc_major_minor() {
+  int major = 0, minor = 0;
+  MLPC_NVRTC(nvrtcVersion(&major, &minor));
+  return {major, minor};
+}
+
 }  // namespace
 
 std::string cuda_include_dir() {
@@ -79,8 +86,8 @@ std::string arch_specific(const std::string& arch) {
 
 bool nvrtc_has_own_cache() {
   static const bool has = [] {
-    int major = 0, minor = 0;
-    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS && (major > 12 || (major == 12 && minor >= 9));
+    const auto [major, minor] = nvrtc_major_minor();
+    return major > 12 || (major == 12 && minor >= 9);
   }();
   return has;
 }
@@ -126,8 +133,7 @@ std::vector<char> compile_to_cubin(const std::string& source, const std::string&
 }
 
 std::string nvrtc_version() {
-  int major = 0, minor = 0;
-  MLPC_NVRTC(nvrtcVersion(&major, &minor));
+  const auto [major, minor] = nvrtc_major_minor();
   return fmt::format("{}.{}", major, minor);
 }
 
