@@ -14,7 +14,7 @@ both sides: ~1e-6), accumulated over the K-long reductions; bf16 gets 4 * 2^-8 =
 Usage: python3 bench/compare.py --mlpc stage/bin/mlpc [--opt 2] [--out DIR] [--cases ...]
        python3 bench/compare.py --table-from DIR/compare.json   (the table again, no GPU needed)
 """
-import argparse, json, os, shlex, subprocess, sys
+import argparse, json, os, shlex, signal, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
@@ -73,19 +73,91 @@ def markdown_table(results):
     return "\n".join(lines)
 
 
-def run_json_lines(cmd, log):
-    p = subprocess.run(cmd, capture_output=True, text=True)
+def run_json_lines(cmd, log, session=None):
+    """Runs cmd, appends its output to log, returns its stdout's JSON lines. With session (a
+    dict), cmd runs in a session of its own and session["sid"] is set to its id, so that what it
+    leaves running after it exits can be found (machine_quiet)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=session is not None)
+    if session is not None:
+        session["sid"] = p.pid
+    stdout, stderr = p.communicate()
     if log:
         with open(log, "a") as f:
-            f.write(f"$ {' '.join(cmd)}\n{p.stdout}\n{p.stderr}\n")
+            f.write(f"$ {' '.join(cmd)}\n{stdout}\n{stderr}\n")
     if p.returncode != 0:
-        print(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr[-2000:]}", file=sys.stderr)
+        print(f"failed ({p.returncode}): {' '.join(cmd)}\n{stderr[-2000:]}", file=sys.stderr)
     out = []
-    for line in p.stdout.splitlines():
+    for line in stdout.splitlines():
         line = line.strip()
         if line.startswith("{"):
             out.append(json.loads(line))
     return out
+
+
+def processes():
+    """{pid: (command, session id, cpu seconds so far)} of every process alive now."""
+    found = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()  # fields[0] is stat's field 3 (state)
+        found[int(d)] = (comm, int(fields[3]), (int(fields[11]) + int(fields[12])) / tick)
+    return found
+
+
+def cpu_sample(seconds=0.5):
+    """Over the next `seconds`: the share of all cores' time spent busy (/proc/stat) and the
+    processes that used more than 5% of a core, as {command, pid, cores}."""
+    def total_idle():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]  # idle + iowait
+    t0, i0 = total_idle()
+    p0 = processes()
+    time.sleep(seconds)
+    t1, i1 = total_idle()
+    p1 = processes()
+    busy = [{"pid": pid, "comm": c, "cores": round((cpu - p0[pid][2]) / seconds, 2)}
+            for pid, (c, _, cpu) in p1.items()
+            if pid in p0 and cpu - p0[pid][2] > 0.05 * seconds]
+    return {"cpu_busy": round(1.0 - (i1 - i0) / max(t1 - t0, 1), 3), "busy_processes": busy}
+
+
+def processes_in_session(sid):
+    return [{"pid": pid, "comm": c, "cpu_s": cpu}
+            for pid, (c, s, cpu) in processes().items() if s == sid]
+
+
+def machine_quiet(sid):
+    """Before mlpc's cold compile is timed: what the case's PyTorch run left behind (processes of
+    its session still alive after it exited: Inductor's compile workers, say) and how busy the
+    cores are, then those processes are stopped, so that mlpc's compile does not share the CPU
+    with the run before it. Returns what was found, for compare.json."""
+    left = processes_in_session(sid)
+    report = {"loadavg": os.getloadavg(), "torch_leftovers": left, "before": cpu_sample()}
+    for p in left:
+        try:
+            os.kill(p["pid"], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + 10
+    while processes_in_session(sid) and time.time() < deadline:
+        time.sleep(0.1)
+    for p in processes_in_session(sid):
+        try:
+            os.kill(p["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    report["after"] = cpu_sample()
+    return report
 
 
 def main():
@@ -110,13 +182,14 @@ def main():
     for case in cases:
         sample, batch = CASES[case]
         data = os.path.join(args.out or "/tmp/mlpc-compare", "data")
+        session = {}
         torch_r = run_json_lines([sys.executable, os.path.join(HERE, "torch_baseline.py"),
-                                  "--cases", case, "--save", data], log)
+                                  "--cases", case, "--save", data], log, session)
         case_dir = os.path.join(data, case)
-        # What the machine was doing when mlpc's cold compile began (it follows the case's
-        # PyTorch process), and every kernel build on stderr into compare.log: inside the harness
-        # the cold geglu compile has measured ~1.6x its standalone time, cause not yet known.
-        loadavg = os.getloadavg()
+        # mlpc's cold compile follows the case's PyTorch process: inside the harness the cold
+        # geglu compile measured ~1.6x its standalone time. What that run left behind is logged
+        # and stopped first, and every kernel build goes to compare.log (MLPC_LOGS=builds).
+        machine = machine_quiet(session["sid"])
         p = subprocess.run([args.mlpc, "bench", "--sample", sample, "--batch", str(batch),
                             "-O", args.opt, "--json", *shlex.split(args.mlpc_flags),
                             "--weights", os.path.join(case_dir, "weights.safetensors"),
@@ -140,7 +213,7 @@ def main():
             print(f"{case}: cannot compare outputs: {e}", file=sys.stderr)
             m["vs_torch"] = float("inf")
         m["agrees"] = m["vs_torch"] <= AGREE.get(t.get("dtype", "float32"), 1e-4)
-        m["loadavg_before"] = loadavg
+        m["machine_before"] = machine
         results.append({"case": case, "torch": t, "mlpc": m})
 
     table = markdown_table(results)
