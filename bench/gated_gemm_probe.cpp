@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -96,7 +97,10 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     const std::string name = "mlpc_gated";
     const std::string src = codegen::generate_gated_gemm_source(
         name, ir::DType::BF16, std::string(codegen::cuda_helper(ir::Op::GeluTanh)), v.combine, cfg);
+    const auto build_start = std::chrono::steady_clock::now();
     std::vector<char> cubin = runtime::compile_to_cubin(src, name, "sm_90a");
+    const double build_ms = std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - build_start).count();
     cudaLibrary_t lib;
     cudaKernel_t kern;
     MLPC_CUDA(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
@@ -151,8 +155,9 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     std::sort(times.begin(), times.end());
     const double us = times[times.size() / 2];
     fmt::print("  gated kernel, {} ({} KiB smem, grid {}): {:.1f} us ({:.0f} TFLOP/s), "
-               "{:.3f} of cuBLASLt+copy; sampled error {:.4f}, {} of 4096 bad\n",
-               v.what, smem / 1024, grid, us, flops / us * 1e-6, us / (lt + copy), worst, bad);
+               "{:.3f} of cuBLASLt+copy; sampled error {:.4f}, {} of 4096 bad; NVRTC {:.0f} ms\n",
+               v.what, smem / 1024, grid, us, flops / us * 1e-6, us / (lt + copy), worst, bad,
+               build_ms);
     cudaLibraryUnload(lib);
   }
   cudaFree(dx);

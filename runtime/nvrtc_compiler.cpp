@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
@@ -57,6 +58,15 @@ std::pair<int, int> nvrtc_major_minor() {
 
 }  // namespace
 
+std::vector<std::string> extra_nvrtc_options() {
+  std::vector<std::string> extra;
+  const char* env = std::getenv("MLPC_NVRTC_OPTIONS");
+  if (!env) return extra;
+  std::istringstream words(env);
+  for (std::string w; words >> w;) extra.push_back(w);
+  return extra;
+}
+
 std::string cuda_include_dir() {
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
     const char* root = std::getenv(var);
@@ -102,6 +112,7 @@ std::vector<std::string> nvrtc_options(const std::string& arch) {
   // with CUDA_CACHE_DISABLE=1, 533 ms on a miss that writes, 304-333 ms with --no-cache. It also
   // made "cold" compiles warm behind mlpc's back on any machine that had built the kernel before.
   if (nvrtc_has_own_cache()) options.push_back("--no-cache");
+  for (std::string& extra : extra_nvrtc_options()) options.push_back(std::move(extra));
   return options;
 }
 

@@ -15,9 +15,14 @@ std::vector<char> compile_to_cubin(const std::string& source, const std::string&
 
 // The exact NVRTC option list compile_to_cubin passes for ARCH, in order:
 // {"--gpu-architecture=ARCH", "-std=c++17", "-I<cuda_include_dir()>"}, then "--no-cache" where
-// nvrtc_has_own_cache(). The kernel cache hashes it, so anything added here changes every cache
-// key. Throws like cuda_include_dir().
+// nvrtc_has_own_cache(), then extra_nvrtc_options(). The kernel cache hashes it, so anything
+// added here changes every cache key. Throws like cuda_include_dir().
 std::vector<std::string> nvrtc_options(const std::string& arch);
+
+// The whitespace-separated words of $MLPC_NVRTC_OPTIONS (none when unset): options a user adds
+// to every kernel's build, e.g. "--Ofast-compile=mid" to trade kernel speed for build time.
+// NVRTC rejects a bad one in the failing kernel's message (compile_to_cubin).
+std::vector<std::string> extra_nvrtc_options();
 
 // Whether this NVRTC (12.9+) keeps its own on-disk cache of compiled programs, which mlpc turns
 // off with --no-cache (its own CUBIN cache serves repeats; see nvrtc_options).

@@ -3,11 +3,15 @@
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <optional>
 #include <string>
 
+#include "runtime/cached_compiler.h"
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/scoped_env.h"
 
 using namespace mlpc::runtime;
 using Catch::Matchers::Contains;
@@ -58,6 +62,33 @@ TEST_CASE("NVRTC's own program cache is off where it has one (12.9+): mlpc's CUB
   CHECK((options.back() == "--no-cache") == has_cache);
   // and NVRTC takes the list: a kernel builds with it (the option would be rejected otherwise).
   CHECK(compile_to_cubin(kBf16Kernel, "mlpc_test_gelu_bf16", "sm_90a").size() > 4);
+}
+
+TEST_CASE("MLPC_NVRTC_OPTIONS adds options to every build and to the cache key; a bad one fails "
+          "the build with NVRTC's message", "[nvrtc]") {
+  const std::vector<std::string> plain = nvrtc_options("sm_90");
+  {
+    mlpc::runtime::ScopedEnv env("MLPC_NVRTC_OPTIONS", "  --Ofast-compile=mid\t-lineinfo ");
+    const std::vector<std::string> options = nvrtc_options("sm_90");
+    REQUIRE(options.size() == plain.size() + 2);
+    CHECK(std::equal(plain.begin(), plain.end(), options.begin()));
+    CHECK(options[plain.size()] == "--Ofast-compile=mid");
+    CHECK(options[plain.size() + 1] == "-lineinfo");
+    CHECK(compile_to_cubin(kBf16Kernel, "mlpc_test_gelu_bf16", "sm_90").size() > 4);
+    mlpc::runtime::CachedCompiler with("sm_90", /*use_cache=*/false);
+    mlpc::runtime::CachedCompiler without_env_key = [] {
+      mlpc::runtime::ScopedEnv none("MLPC_NVRTC_OPTIONS", std::nullopt);
+      return mlpc::runtime::CachedCompiler("sm_90", false);
+    }();
+    CHECK(with.key(kBf16Kernel) != without_env_key.key(kBf16Kernel));
+  }
+  {
+    mlpc::runtime::ScopedEnv env("MLPC_NVRTC_OPTIONS", "--no-such-option");
+    CHECK_THROWS_WITH(compile_to_cubin(kBf16Kernel, "mlpc_test_gelu_bf16", "sm_90"),
+                      StartsWith("kernel mlpc_test_gelu_bf16 failed to compile for sm_90:") &&
+                          Contains("--no-such-option"));
+  }
+  CHECK(nvrtc_options("sm_90") == plain);
 }
 
 TEST_CASE("NVRTC compile errors name the kernel, the arch and the log", "[nvrtc]") {
