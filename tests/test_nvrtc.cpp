@@ -64,7 +64,7 @@ TEST_CASE("NVRTC's own program cache is off where it has one (12.9+): mlpc's CUB
   CHECK(compile_to_cubin(kBf16Kernel, "mlpc_test_gelu_bf16", "sm_90a").size() > 4);
 }
 
-TEST_CASE("MLPC_NVRTC_OPTIONS adds options to every build and to the cache key; a bad one fails "
+TEST_CASE("MLPC_NVRTC_OPTIONS adds options to every build and to the cache key, and a bad one fails "
           "the build with NVRTC's message", "[nvrtc]") {
   const std::vector<std::string> plain = nvrtc_options("sm_90");
   {
