@@ -136,6 +136,14 @@ def processes_in_session(sid):
             for pid, (c, s, cpu) in processes().items() if s == sid]
 
 
+def signal_all(procs, sig):
+    for p in procs:
+        try:
+            os.kill(p["pid"], sig)
+        except ProcessLookupError:
+            pass
+
+
 def machine_quiet(sid):
     """Before mlpc's cold compile is timed: what the case's PyTorch run left behind (processes of
     its session still alive after it exited: Inductor's compile workers, say) and how busy the
@@ -143,19 +151,11 @@ def machine_quiet(sid):
     with the run before it. Returns what was found, for compare.json."""
     left = processes_in_session(sid)
     report = {"loadavg": os.getloadavg(), "torch_leftovers": left, "before": cpu_sample()}
-    for p in left:
-        try:
-            os.kill(p["pid"], signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    signal_all(left, signal.SIGTERM)
     deadline = time.time() + 10
     while processes_in_session(sid) and time.time() < deadline:
         time.sleep(0.1)
-    for p in processes_in_session(sid):
-        try:
-            os.kill(p["pid"], signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    signal_all(processes_in_session(sid), signal.SIGKILL)
     report["after"] = cpu_sample()
     return report
 
@@ -186,9 +186,9 @@ def main():
         torch_r = run_json_lines([sys.executable, os.path.join(HERE, "torch_baseline.py"),
                                   "--cases", case, "--save", data], log, session)
         case_dir = os.path.join(data, case)
-        # mlpc's cold compile follows the case's PyTorch process: inside the harness the cold
-        # geglu compile measured ~1.6x its standalone time. What that run left behind is logged
-        # and stopped first, and every kernel build goes to compare.log (MLPC_LOGS=builds).
+        # mlpc's cold compile follows the case's PyTorch process: what that run left behind is
+        # logged and stopped first, with the cores' load, and every kernel build goes to
+        # compare.log (MLPC_LOGS=builds), so a slow cold compile can be told from contention.
         machine = machine_quiet(session["sid"])
         p = subprocess.run([args.mlpc, "bench", "--sample", sample, "--batch", str(batch),
                             "-O", args.opt, "--json", *shlex.split(args.mlpc_flags),

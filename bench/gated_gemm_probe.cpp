@@ -25,6 +25,7 @@
 #include "runtime/host_tensor.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/tensor_map.h"
+#include "runtime/wall_clock.h"
 
 using namespace mlpc;
 
@@ -99,8 +100,7 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
         name, ir::DType::BF16, std::string(codegen::cuda_helper(ir::Op::GeluTanh)), v.combine, cfg);
     const auto build_start = std::chrono::steady_clock::now();
     std::vector<char> cubin = runtime::compile_to_cubin(src, name, "sm_90a");
-    const double build_ms = std::chrono::duration<double, std::milli>(
-                                std::chrono::steady_clock::now() - build_start).count();
+    const double build_ms = runtime::ms_since(build_start);
     cudaLibrary_t lib;
     cudaKernel_t kern;
     MLPC_CUDA(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));

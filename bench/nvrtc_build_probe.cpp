@@ -19,6 +19,7 @@
 #include "compiler/samples.h"
 #include "ir/error.h"
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/wall_clock.h"
 
 namespace {
 
@@ -33,7 +34,7 @@ const codegen::KernelStep& first_kernel(const codegen::Plan& plan, bool gated) {
 double build_ms(const codegen::KernelStep& k, const std::string& arch) {
   const auto t0 = std::chrono::steady_clock::now();
   runtime::compile_to_cubin(k.source, k.name, arch);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return runtime::ms_since(t0);
 }
 
 }  // namespace
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
     const codegen::KernelStep& g = first_kernel(gated.plan, true);
     const codegen::KernelStep& p = first_kernel(apart.plan, false);
     fmt::print("NVRTC {}, extra options '{}'\n", runtime::nvrtc_version(),
-               std::getenv("MLPC_NVRTC_OPTIONS") ? std::getenv("MLPC_NVRTC_OPTIONS") : "");
+               fmt::join(runtime::extra_nvrtc_options(), " "));
     fmt::print("first build in this process (NVRTC's start-up): pointwise {:.0f} ms\n",
                build_ms(p, "sm_90"));
     for (int r = 0; r < reps; ++r)
