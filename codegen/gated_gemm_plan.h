@@ -6,10 +6,17 @@
 // that are cuBLASLt steps are looked at: one a small-GEMM kernel already computes is not.
 #pragma once
 
+#include <string>
+
 #include "codegen/plan_builder.h"
 #include "ir/graph.h"
 
 namespace mlpc::codegen {
+
+// The device function(s) a gated kernel's combine calls for `op`: mlpc_gelu_tanh and mlpc_silu
+// in their fast forms (exp2 and reciprocal on the special-function unit), any other op's as the
+// pointwise kernels have it (codegen/cuda_ops.h).
+std::string gated_combine_helper(ir::Op op);
 
 // `g` is the graph `plan` was built from. Records each decision in plan.choices.
 void apply_gated_gemms(Plan& plan, const ir::Graph& g, const GatedGemmDecider& decider);

@@ -50,13 +50,29 @@ std::string build_log_line(const BuildEvent& e) {
                      e.start_ms, e.thread, e.kernel, e.target, from_text(e.from), e.ms);
 }
 
-void log_build(const BuildEvent& e) {
-  if (!on) return;
-  const std::string line = build_log_line(e);
+namespace {
+
+void write_line(const std::string& line) {
   static std::mutex m;
   std::lock_guard lock(m);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
+}
+
+}  // namespace
+
+void log_build(const BuildEvent& e) {
+  if (on) write_line(build_log_line(e));
+}
+
+std::string timing_log_line(const TimingEvent& e) {
+  return fmt::format("[mlpc:builds] +{:7.1f} ms  thread {:<2}  timed {}: setup {:.1f} ms, timing "
+                     "{:.1f} ms ({:.1f} us)\n",
+                     e.start_ms, e.thread, e.plan, e.setup_ms, e.timing_ms, e.us);
+}
+
+void log_timing(const TimingEvent& e) {
+  if (on) write_line(timing_log_line(e));
 }
 
 }  // namespace mlpc::runtime

@@ -30,4 +30,18 @@ double build_log_now_ms();
 // builds do not interleave).
 void log_build(const BuildEvent& e);
 
+// A measured decision timing a plan once its kernels are built: how long the plan's setup
+// (buffers, modules, GEMM tuning, graph capture) and its timing took — the rest of what a cold
+// compile waits for after the builds.
+struct TimingEvent {
+  std::string plan;       // the first step's name and how many steps
+  int thread = 0;
+  double start_ms = 0.0;  // since the clock started
+  double setup_ms = 0.0, timing_ms = 0.0;
+  double us = 0.0;        // the measured µs per forward
+};
+// "[mlpc:builds] +  93.3 ms  thread 2  timed NAME: setup 4.1 ms, timing 15.2 ms (116.3 us)", pure.
+std::string timing_log_line(const TimingEvent& e);
+void log_timing(const TimingEvent& e);
+
 }  // namespace mlpc::runtime

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <vector>
 
+#include "runtime/build_log.h"
 #include "runtime/cuda_check.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
@@ -15,6 +17,7 @@
 #include "runtime/host_tensor.h"
 #include "runtime/random_init.h"
 #include "runtime/timing.h"
+#include "runtime/wall_clock.h"
 
 namespace mlpc::runtime {
 namespace {
@@ -142,6 +145,10 @@ double GemmBench::graph_us(const codegen::Plan& plan,
                            const std::map<std::string, std::vector<char>>& cubins, int64_t rows,
                            const std::string& key) {
   if (auto us = cached_us(key)) return *us;
+  TimingEvent event{.plan = fmt::format("{} ({} steps)", plan.graph_name, plan.steps.size()),
+                    .thread = build_log_thread(),
+                    .start_ms = build_log_now_ms()};
+  const auto t0 = std::chrono::steady_clock::now();
   Executor ex(plan, cubins, {.tune_gemms = true, .cuda_graph = true});
   ex.bind_batch(rows);
   uint32_t seed = 1;
@@ -152,7 +159,12 @@ double GemmBench::graph_us(const codegen::Plan& plan,
     const double scale = b.role == codegen::BufferRole::Input ? 1.0 : 1.0 / std::sqrt(fan_in);
     ex.set_bytes(b.name, random_bytes(b.type.dtype, b.numel(rows), scale, seed++));
   }
+  event.setup_ms = ms_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   const Timing t = time_forward(ex, nullptr, {.warmup = 3, .reps = 7, .min_rep_ms = 2.0});
+  event.timing_ms = ms_since(t1);
+  event.us = t.median_us;
+  log_timing(event);
   GemmAlgoRecord rec;  // no algorithm: one "candidate", the plan
   rec.candidates = 1;
   rec.us = t.median_us;

@@ -168,6 +168,13 @@ TEST_CASE("logs: a build line says where the CUBIN came from, when and how long"
             .find("on-disk cache 0.2 ms") != std::string::npos);
 }
 
+TEST_CASE("logs: a timing line says what a decision's plan cost to set up and to time", "[logs]") {
+  CHECK(mlpc::runtime::timing_log_line({"mlpc_fused_gelu_tanh_mul_0 (2 steps)", 3, 301.26, 4.12,
+                                        15.24, 116.31}) ==
+        "[mlpc:builds] +  301.3 ms  thread 3   timed mlpc_fused_gelu_tanh_mul_0 (2 steps): setup "
+        "4.1 ms, timing 15.2 ms (116.3 us)\n");
+}
+
 TEST_CASE("logs: MLPC_LOGS=builds prints each kernel build as it happens", "[logs][cache]") {
   ScratchDir cache;
   ScopedEnv dir("MLPC_CACHE_DIR", cache.path.string());
