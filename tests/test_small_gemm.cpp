@@ -49,7 +49,11 @@ TEST_CASE("small GEMM kernels: taken for n a multiple of 32 without a residual",
   // covers 64 columns: one block per row of the 1024 x 64 output.
   CHECK(k->out_row_len == 64);
   CHECK(has(k->source, "constexpr int kParts = 4;"));
-  CHECK(has(k->source, "v += mlpc_to_float(in2[col]);"));
+  // The bias is read before the K loop (beside x and w), not after the sums.
+  const size_t bias_read = k->source.find("const float b = mlpc_to_float(in2[col]);");
+  REQUIRE(bias_read != std::string::npos);
+  CHECK(bias_read < k->source.find("for (int c = part * kVec"));
+  CHECK(has(k->source, "v += b;"));
   CHECK(codegen::launch_dims(*k, 1024 * 64).grid == 1024);
   CHECK(codegen::launch_dims(*k, 1024 * 64).block == 256);
   // Enough chunks along K (256 f32 = 64 chunks of 4): 8 threads per output, 32 columns a block.
