@@ -30,9 +30,10 @@ double build_log_now_ms();
 // builds do not interleave).
 void log_build(const BuildEvent& e);
 
-// A measured decision timing a plan once its kernels are built: how long the plan's setup
-// (buffers, modules, GEMM tuning, graph capture) and its timing took — the rest of what a cold
-// compile waits for after the builds.
+// A measured decision timing a plan once its kernels are built: how long its setup (the
+// executor, its buffers and modules, random operands) and its timing (the first run, which tunes
+// the GEMMs and captures the CUDA graph, then warm-up and repetitions) took — what a cold compile
+// waits for after the builds.
 struct TimingEvent {
   std::string plan;       // the first step's name and how many steps
   int thread = 0;
