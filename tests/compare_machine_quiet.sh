@@ -14,7 +14,8 @@ p.wait()
 report = compare.machine_quiet(p.pid)
 print(json.dumps(report))
 left = sorted(x["comm"] for x in report["torch_leftovers"])
-assert left == ["sh", "sleep"], left
+# the spinning subshell and the sleep's ("sh" still, if it has not exec'd sleep yet under load)
+assert len(left) == 2 and set(left) <= {"sh", "sleep"}, left
 # listed as busy (over 5% of a core in the sample): how much more depends on the machine's load
 assert any(b["comm"] == "sh" for b in report["before"]["busy_processes"]), report
 assert compare.processes_in_session(p.pid) == [], "the session's processes were not stopped"
