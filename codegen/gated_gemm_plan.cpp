@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "codegen/cuda_ops.h"
 #include "codegen/gated_gemm_kernel.h"
@@ -13,6 +14,22 @@
 #include "ir/error.h"
 
 namespace mlpc::codegen {
+
+namespace {
+
+// The device function `name`(x) = x * sigmoid(s) = x / (1 + exp(-s)), with exp(-s) given as
+// exp2(`exp2_arg`): the special-function unit's exp2 and reciprocal, one instruction each.
+std::string x_times_sigmoid(std::string_view name, std::string_view exp2_arg) {
+  return fmt::format(
+      "__device__ __forceinline__ float {}(float x) {{\n"
+      "  float e, r;\n"
+      "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(e) : \"f\"({}));\n"
+      "  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(1.0f + e));\n"
+      "  return x * r;\n}}\n",
+      name, exp2_arg);
+}
+
+}  // namespace
 
 // Helpers for the combine: the epilogue runs once per output inside a compute-bound kernel, so
 // gelu_tanh and silu are x * sigmoid(2z) and x * sigmoid(x) on the special-function unit's
@@ -27,18 +44,9 @@ namespace mlpc::codegen {
 std::string gated_combine_helper(ir::Op op) {
   switch (op) {
     case ir::Op::GeluTanh:  // exp(-2z) = exp2(x * (c1 + c3 x^2)), z = sqrt(2/pi)(x + 0.044715 x^3)
-      return "__device__ __forceinline__ float mlpc_gelu_tanh(float x) {\n"
-             "  float e, r;\n"
-             "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(e)\n"
-             "      : \"f\"(x * fmaf(-0.1029432396f, x * x, -2.3022081981f)));\n"
-             "  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(1.0f + e));\n"
-             "  return x * r;\n}\n";
+      return x_times_sigmoid("mlpc_gelu_tanh", "x * fmaf(-0.1029432396f, x * x, -2.3022081981f)");
     case ir::Op::Silu:  // exp(-x) = exp2(-x log2(e))
-      return "__device__ __forceinline__ float mlpc_silu(float x) {\n"
-             "  float e, r;\n"
-             "  asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(e) : \"f\"(-1.4426950409f * x));\n"
-             "  asm(\"rcp.approx.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(1.0f + e));\n"
-             "  return x * r;\n}\n";
+      return x_times_sigmoid("mlpc_silu", "-1.4426950409f * x");
     default: return std::string(cuda_helper(op));
   }
 }
