@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/probe_main.h"
 #include "codegen/cuda_ops.h"
 #include "codegen/gated_gemm_kernel.h"
 #include "codegen/gated_gemm_plan.h"
@@ -32,9 +33,7 @@ using namespace mlpc;
 
 namespace {
 
-struct Shape {
-  int rows, n, k;
-};
+using bench::Shape;
 
 std::vector<uint16_t> random_bf16(size_t count, float scale, uint32_t seed) {
   std::vector<uint16_t> v(count);
@@ -129,11 +128,7 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
       MLPC_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kern), dim3(grid), dim3(codegen::kGatedThreads),
                                  args, smem, nullptr));
     };
-    MLPC_CUDA(cudaMemset(dy, 0xFF, size_t(s.rows) * s.n * 2));
-    launch();
-    MLPC_CUDA(cudaDeviceSynchronize());
-    std::vector<uint16_t> y(size_t(s.rows) * s.n);
-    MLPC_CUDA(cudaMemcpy(y.data(), dy, y.size() * 2, cudaMemcpyDeviceToHost));
+    const std::vector<uint16_t> y = bench::output_of_one_launch<uint16_t>(launch, dy, size_t(s.rows) * s.n);
     std::mt19937 rng(7);
     double worst = 0;
     int bad = 0;
@@ -153,22 +148,7 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
         if (bad++ < 5) fmt::print("  MISMATCH y[{},{}] = {} expected {}\n", r, c, got, ref);
       }
     }
-    cudaEvent_t e0, e1;
-    MLPC_CUDA(cudaEventCreate(&e0));
-    MLPC_CUDA(cudaEventCreate(&e1));
-    for (int i = 0; i < 5; ++i) launch();
-    std::vector<float> times;
-    for (int rep = 0; rep < 7; ++rep) {
-      MLPC_CUDA(cudaEventRecord(e0));
-      for (int i = 0; i < 20; ++i) launch();
-      MLPC_CUDA(cudaEventRecord(e1));
-      MLPC_CUDA(cudaEventSynchronize(e1));
-      float ms = 0;
-      MLPC_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-      times.push_back(ms * 1000 / 20);
-    }
-    std::sort(times.begin(), times.end());
-    const double us = times[times.size() / 2];
+    const double us = bench::median_launch_us(launch);
     fmt::print("  gated kernel, {} ({} KiB smem, grid {}): {:.1f} us ({:.0f} TFLOP/s), "
                "{:.3f} of cuBLASLt+copy; sampled error {:.4f}, {} of 4096 bad; NVRTC {:.0f} ms\n",
                v.what, smem / 1024, grid, us, flops / us * 1e-6, us / (lt + copy), worst, bad,
@@ -183,24 +163,5 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    std::vector<Shape> shapes;
-    for (int i = 1; i < argc; ++i) {
-      Shape s{};
-      if (std::sscanf(argv[i], "%d,%d,%d", &s.rows, &s.n, &s.k) != 3) {
-        fmt::print(stderr, "bad shape '{}': expected ROWS,N,K\n", argv[i]);
-        return 2;
-      }
-      shapes.push_back(s);
-    }
-    if (shapes.empty()) shapes = {{8192, 3072, 768}, {4096, 14336, 4096}, {16, 3072, 768}, {1000, 3000, 760}};
-    int sms = 0;
-    MLPC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    runtime::GemmBench bench;
-    for (const Shape& s : shapes) probe(s, bench, sms);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "gated_gemm_probe: {}\n", e.what());
-    return 1;
-  }
-  return 0;
+  return bench::probe_main(argc, argv, "gated_gemm_probe", {{8192, 3072, 768}, {4096, 14336, 4096}, {16, 3072, 768}, {1000, 3000, 760}}, probe);
 }

@@ -1,0 +1,83 @@
+// What bench/'s kernel probes share: shapes from the command line ("ROWS,N,K" each, defaults
+// when none) and the median event-timed cost of a launch. Header-only: each probe is one file.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <vector>
+
+#include "runtime/cuda_check.h"
+#include "runtime/gemm_bench.h"
+
+namespace mlpc::bench {
+
+struct Shape {
+  int rows, n, k;
+};
+
+// Median µs per call of `launch`, from 7 event-timed batches of 20 after 5 warm-up calls.
+inline double median_launch_us(const std::function<void()>& launch) {
+  cudaEvent_t e0, e1;
+  MLPC_CUDA(cudaEventCreate(&e0));
+  MLPC_CUDA(cudaEventCreate(&e1));
+  for (int i = 0; i < 5; ++i) launch();
+  std::vector<float> times;
+  for (int rep = 0; rep < 7; ++rep) {
+    MLPC_CUDA(cudaEventRecord(e0));
+    for (int i = 0; i < 20; ++i) launch();
+    MLPC_CUDA(cudaEventRecord(e1));
+    MLPC_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    MLPC_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    times.push_back(ms * 1000 / 20);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// The output of one `launch` into `out` (count elements of T), poisoned with 0xFF bytes before
+// it, so that what the kernel does not write shows as NaN.
+template <class T>
+std::vector<T> output_of_one_launch(const std::function<void()>& launch, void* out, size_t count) {
+  MLPC_CUDA(cudaMemset(out, 0xFF, count * sizeof(T)));
+  launch();
+  MLPC_CUDA(cudaDeviceSynchronize());
+  std::vector<T> y(count);
+  MLPC_CUDA(cudaMemcpy(y.data(), out, count * sizeof(T), cudaMemcpyDeviceToHost));
+  return y;
+}
+
+// A probe's main: runs probe(shape, bench, SM count) for each shape given as "ROWS,N,K", or for
+// `defaults` when none is. Exit status 2 for a bad shape, 1 for a failure.
+inline int probe_main(int argc, char** argv, const char* tool, std::vector<Shape> defaults,
+                      const std::function<void(const Shape&, runtime::GemmBench&, int)>& probe) {
+  try {
+    std::vector<Shape> shapes;
+    for (int i = 1; i < argc; ++i) {
+      Shape s{};
+      if (std::sscanf(argv[i], "%d,%d,%d", &s.rows, &s.n, &s.k) != 3) {
+        fmt::print(stderr, "{}: bad shape '{}': expected ROWS,N,K\n", tool, argv[i]);
+        return 2;
+      }
+      shapes.push_back(s);
+    }
+    if (shapes.empty()) shapes = std::move(defaults);
+    int sms = 0;
+    MLPC_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    runtime::GemmBench bench;
+    for (const Shape& s : shapes) probe(s, bench, sms);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: {}\n", tool, e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace mlpc::bench
