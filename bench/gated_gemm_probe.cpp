@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -25,9 +24,7 @@
 #include "runtime/cuda_check.h"
 #include "runtime/gemm_bench.h"
 #include "runtime/host_tensor.h"
-#include "runtime/nvrtc_compiler.h"
 #include "runtime/tensor_map.h"
-#include "runtime/wall_clock.h"
 
 using namespace mlpc;
 
@@ -112,21 +109,15 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
       if (at == std::string::npos) throw Error("gated_gemm_probe: no k-loop in the kernel source");
       src.replace(at, unrolled.size(), "#pragma unroll 1\n      for (int kk = 0;");
     }
-    const auto build_start = std::chrono::steady_clock::now();
-    std::vector<char> cubin = runtime::compile_to_cubin(src, name, "sm_90a");
-    const double build_ms = runtime::ms_since(build_start);
-    cudaLibrary_t lib;
-    cudaKernel_t kern;
-    MLPC_CUDA(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-    MLPC_CUDA(cudaLibraryGetKernel(&kern, lib, name.c_str()));
+    const bench::BuiltKernel kernel(src, name, "sm_90a");
     const int smem = codegen::gated_gemm_smem_bytes(cfg);
-    MLPC_CUDA(cudaKernelSetAttributeForDevice(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem, 0));
+    MLPC_CUDA(cudaKernelSetAttributeForDevice(kernel.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem, 0));
     int rows = s.rows, n = s.n, k = s.k;
     void* args[] = {(void*)&tx, (void*)&tg, (void*)&tu, (void*)&ty, &rows, &n, &k};
     const int grid = static_cast<int>(codegen::gated_gemm_grid(s.rows, s.n, sms));
     auto launch = [&] {
-      MLPC_CUDA(cudaLaunchKernel(reinterpret_cast<const void*>(kern), dim3(grid), dim3(codegen::kGatedThreads),
-                                 args, smem, nullptr));
+      MLPC_CUDA(cudaLaunchKernel(kernel.func(), dim3(grid), dim3(codegen::kGatedThreads), args,
+                                 smem, nullptr));
     };
     const std::vector<uint16_t> y = bench::output_of_one_launch<uint16_t>(launch, dy, size_t(s.rows) * s.n);
     std::mt19937 rng(7);
@@ -152,8 +143,7 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     fmt::print("  gated kernel, {} ({} KiB smem, grid {}): {:.1f} us ({:.0f} TFLOP/s), "
                "{:.3f} of cuBLASLt+copy; sampled error {:.4f}, {} of 4096 bad; NVRTC {:.0f} ms\n",
                v.what, smem / 1024, grid, us, flops / us * 1e-6, us / (lt + copy), worst, bad,
-               build_ms);
-    cudaLibraryUnload(lib);
+               kernel.build_ms);
   }
   cudaFree(dx);
   cudaFree(dw);
@@ -163,5 +153,7 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return bench::probe_main(argc, argv, "gated_gemm_probe", {{8192, 3072, 768}, {4096, 14336, 4096}, {16, 3072, 768}, {1000, 3000, 760}}, probe);
+  return bench::probe_main(argc, argv, "gated_gemm_probe",
+                           {{8192, 3072, 768}, {4096, 14336, 4096}, {16, 3072, 768}, {1000, 3000, 760}},
+                           probe);
 }

@@ -1,23 +1,47 @@
 // What bench/'s kernel probes share: shapes from the command line ("ROWS,N,K" each, defaults
-// when none) and the median event-timed cost of a launch. Header-only: each probe is one file.
+// when none), a kernel built by NVRTC and loaded, its first output, and the median event-timed
+// cost of a launch. Header-only: each probe is one file.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "runtime/cuda_check.h"
 #include "runtime/gemm_bench.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/wall_clock.h"
 
 namespace mlpc::bench {
 
 struct Shape {
   int rows, n, k;
+};
+
+// `name` in `source`, built by NVRTC for `arch` (how long that took) and loaded; unloaded when
+// this goes.
+struct BuiltKernel {
+  cudaLibrary_t lib{};
+  cudaKernel_t kern{};
+  double build_ms = 0;
+  BuiltKernel(const std::string& source, const std::string& name, const std::string& arch) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<char> cubin = runtime::compile_to_cubin(source, name, arch);
+    build_ms = runtime::ms_since(start);
+    MLPC_CUDA(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+    MLPC_CUDA(cudaLibraryGetKernel(&kern, lib, name.c_str()));
+  }
+  ~BuiltKernel() { cudaLibraryUnload(lib); }
+  BuiltKernel(const BuiltKernel&) = delete;
+  BuiltKernel& operator=(const BuiltKernel&) = delete;
+  const void* func() const { return reinterpret_cast<const void*>(kern); }
 };
 
 // Median µs per call of `launch`, from 7 event-timed batches of 20 after 5 warm-up calls.
