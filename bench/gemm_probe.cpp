@@ -5,8 +5,10 @@
 //
 // Build (no CMake target: a measurement tool, not part of mlpc):
 //   nvcc -O2 -std=c++17 bench/gemm_probe.cpp -lcublasLt -o stage/bin/gemm_probe
-// Usage: gemm_probe [--exhaustive] [--f32] [M,N,K ...]   (default: the article's and Llama-8B's
-// GeGLU GEMMs; --f32: f32 operands, IEEE fp32 compute, as mlpc's f32 GEMMs)
+// Usage: gemm_probe [--exhaustive] [--f32] [--layouts] [M,N,K ...]   (default: the article's and
+// Llama-8B's GeGLU GEMMs; --f32: f32 operands, IEEE fp32 compute, as mlpc's f32 GEMMs;
+// --layouts: every way of storing x, w and y (each transposed or not), not only mlpc's: a weight
+// can be stored transposed once at load time, and an activation transposed by its producer)
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -44,9 +46,26 @@ constexpr int kMaxCandidates = 32;
 // The operands' type: bf16, or f32 with --f32.
 cudaDataType_t g_type = CUDA_R_16BF;
 size_t g_size = 2;
+// Time zero-valued operands too (off with --layouts: that comparison is about the layout).
+bool g_zeros_too = true;
 
 struct Shape {
   long m, n, k;
+};
+
+// How the three matrices are stored, as cuBLAS (column-major) sees y[M, N] = x[M, K] . w[N, K]^T.
+// Not swapped: C = y^T (N x M) = op(w) . op(x), so y is stored row-major [M, N]; swapped: C = y
+// (M x N) = op(x) . op(w), y stored as [N, M]. op T on x or w means it is stored as mlpc stores
+// it (K contiguous); op N on w means w stored as [K, N], on x means x stored as [K, M].
+struct Layout {
+  bool swap = false;
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  std::string name() const {
+    const bool w_t = swap ? tb == CUBLAS_OP_T : ta == CUBLAS_OP_N;
+    const bool x_t = swap ? ta == CUBLAS_OP_N : tb == CUBLAS_OP_T;
+    return std::string("x") + (x_t ? "[K,M]" : "[M,K]") + " w" + (w_t ? "[K,N]" : "[N,K]") +
+           " y" + (swap ? "[N,M]" : "[M,N]");
+  }
 };
 
 void fill(void* d, size_t count, float scale, bool zeros) {
@@ -70,7 +89,8 @@ int attr_int(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t
   return v;
 }
 
-void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exhaustive) {
+void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exhaustive,
+           Layout lay = {}) {
   void *x, *w, *y;
   CHECK_CUDA(cudaMalloc(&x, s.m * s.k * g_size));
   CHECK_CUDA(cudaMalloc(&w, s.n * s.k * g_size));
@@ -78,13 +98,17 @@ void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exha
 
   cublasLtMatmulDesc_t desc;
   CHECK_LT(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  cublasOperation_t ta = lay.ta, tb = lay.tb;
   CHECK_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   CHECK_LT(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   cublasLtMatrixLayout_t a, b, c;
-  CHECK_LT(cublasLtMatrixLayoutCreate(&a, g_type, s.k, s.n, s.k));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&b, g_type, s.k, s.m, s.k));
-  CHECK_LT(cublasLtMatrixLayoutCreate(&c, g_type, s.n, s.m, s.n));
+  const long dim_a = lay.swap ? s.m : s.n, dim_b = lay.swap ? s.n : s.m;
+  const long rows_a = ta == CUBLAS_OP_T ? s.k : dim_a, rows_b = tb == CUBLAS_OP_N ? s.k : dim_b;
+  CHECK_LT(cublasLtMatrixLayoutCreate(&a, g_type, rows_a, s.k * dim_a / rows_a, rows_a));
+  CHECK_LT(cublasLtMatrixLayoutCreate(&b, g_type, rows_b, s.k * dim_b / rows_b, rows_b));
+  CHECK_LT(cublasLtMatrixLayoutCreate(&c, g_type, dim_a, dim_b, dim_a));
+  void* op_a = lay.swap ? x : w;
+  void* op_b = lay.swap ? w : x;
   cublasLtMatmulPreference_t pref;
   CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
   uint64_t wsb = kWorkspace;
@@ -101,12 +125,12 @@ void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exha
   const float alpha = 1, beta = 0;
   auto time = [&](const cublasLtMatmulAlgo_t& algo, int reps) -> double {
     for (int i = 0; i < 3; ++i)
-      if (cublasLtMatmul(h, desc, &alpha, w, a, x, b, &beta, y, c, y, c, &algo, ws, kWorkspace,
+      if (cublasLtMatmul(h, desc, &alpha, op_a, a, op_b, b, &beta, y, c, y, c, &algo, ws, kWorkspace,
                          stream) != CUBLAS_STATUS_SUCCESS)
         return -1;
     CHECK_CUDA(cudaEventRecord(e0, stream));
     for (int i = 0; i < reps; ++i)
-      cublasLtMatmul(h, desc, &alpha, w, a, x, b, &beta, y, c, y, c, &algo, ws, kWorkspace,
+      cublasLtMatmul(h, desc, &alpha, op_a, a, op_b, b, &beta, y, c, y, c, &algo, ws, kWorkspace,
                      stream);
     CHECK_CUDA(cudaEventRecord(e1, stream));
     CHECK_CUDA(cudaEventSynchronize(e1));
@@ -115,11 +139,11 @@ void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exha
     return ms * 1e3 / reps;
   };
   const int reps = flops > 1e11 ? 10 : 50;
-  for (int zeros = 0; zeros < 2; ++zeros) {
+  for (int zeros = 0; zeros < (g_zeros_too ? 2 : 1); ++zeros) {
     fill(x, s.m * s.k, 1.0f, zeros);
     fill(w, s.n * s.k, 1.0f / std::sqrt(static_cast<float>(s.k)), zeros);
-    std::printf("M=%ld N=%ld K=%ld (%s): %d candidates\n", s.m, s.n, s.k,
-                zeros ? "zeros" : "random", found);
+    std::printf("M=%ld N=%ld K=%ld %s (%s): %d candidates\n", s.m, s.n, s.k,
+                lay.name().c_str(), zeros ? "zeros" : "random", found);
     std::vector<std::pair<double, int>> times;
     for (int i = 0; i < found; ++i) {
       if (res[i].state != CUBLAS_STATUS_SUCCESS) continue;
@@ -220,10 +244,11 @@ void probe(cublasLtHandle_t h, void* ws, Shape s, cudaStream_t stream, bool exha
 
 int main(int argc, char** argv) {
   std::vector<Shape> shapes;
-  bool exhaustive = false;
+  bool exhaustive = false, layouts = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--exhaustive") exhaustive = true;
     if (std::string(argv[i]) == "--f32") g_type = CUDA_R_32F, g_size = 4;
+    if (std::string(argv[i]) == "--layouts") layouts = true, g_zeros_too = false;
     Shape s{};
     if (std::sscanf(argv[i], "%ld,%ld,%ld", &s.m, &s.n, &s.k) == 3) shapes.push_back(s);
   }
@@ -238,6 +263,14 @@ int main(int argc, char** argv) {
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));
   std::printf("cuBLASLt %zu\n", cublasLtGetVersion());
-  for (const Shape& s : shapes) probe(h, ws, s, stream, exhaustive);
+  std::vector<Layout> lays = {Layout{}};
+  if (layouts) {
+    lays.clear();
+    for (bool swap : {false, true})
+      for (cublasOperation_t ta : {CUBLAS_OP_T, CUBLAS_OP_N})
+        for (cublasOperation_t tb : {CUBLAS_OP_N, CUBLAS_OP_T}) lays.push_back({swap, ta, tb});
+  }
+  for (const Shape& s : shapes)
+    for (const Layout& lay : lays) probe(h, ws, s, stream, exhaustive, lay);
   return 0;
 }

@@ -55,6 +55,7 @@ void drop_unused_buffers(Plan& plan) {
   for (Buffer& b : kept) {
     fix(b.view_of);
     fix(b.split_of);
+    fix(b.transpose_of);
   }
   for (Step& step : plan.steps)
     for (int* b : step_buffer_refs(step)) fix(*b);
@@ -75,6 +76,12 @@ LaunchDims launch_dims(const KernelStep& k, int64_t numel) {
   constexpr int64_t kBlock = 256;
   constexpr int64_t kMaxGrid = 132 * 32;  // 32 blocks per SM on an H200; beyond that, loop
   if (k.tf32x3_store) numel /= 3;  // threads cover the space, not its three parts
+  if (k.transposed_store) {  // a block per tile (codegen/pointwise_kernel.cpp)
+    const int64_t tile = int64_t{k.transpose_tile.rows} * k.transpose_tile.cols();
+    const int64_t tiles = (numel + tile - 1) / tile;
+    return {static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, kMaxGrid)),
+            static_cast<unsigned>(kBlock)};
+  }
   int64_t work = (numel + k.vec - 1) / k.vec;
   int64_t grid = std::clamp<int64_t>((work + kBlock - 1) / kBlock, 1, kMaxGrid);
   return {static_cast<unsigned>(grid), static_cast<unsigned>(kBlock)};

@@ -28,9 +28,19 @@ struct Buffer {
   // is set, never set itself.
   int split_of = -1;
   int64_t split_chunk = 0;
+  // A param derived from param `transpose_of` [n, k]: the same values as [k, n], for a GEMM with
+  // w_transposed (codegen/transposed_x_plan.h), written by the runtime whenever that param is
+  // set, never set itself.
+  int transpose_of = -1;
+  // Stored transposed, as [last dim, rows] (column-major): written by a kernel with
+  // transposed_store and read only by GEMMs with x_transposed (codegen/transposed_x_plan.h).
+  bool transposed = false;
+  // The param this one is derived from (split_of or transpose_of), or -1.
+  int derived_from() const { return split_of >= 0 ? split_of : transpose_of; }
   // Values a caller uploads: inputs and params, but not concats or derived params.
   bool uploaded() const {
-    return (role == BufferRole::Input || role == BufferRole::Param) && !stacked && split_of < 0;
+    return (role == BufferRole::Input || role == BufferRole::Param) && !stacked &&
+           derived_from() < 0;
   }
   int64_t bytes(int64_t batch) const;
   int64_t numel(int64_t batch) const { return type.shape.numel(batch); }
@@ -61,11 +71,27 @@ struct GemmStep {
   int64_t k_begin = 0;
   int64_t row_stride = 0;
   bool accumulate = false;
+  // x is stored transposed, [k, rows] (codegen/transposed_x_plan.h): cuBLASLt reads it as its
+  // transposed B operand. IEEE f32 GEMMs only (cuBLAS's CUDA-core SGEMM runs faster so).
+  bool x_transposed = false;
+  // w is stored transposed, [k, n] (a param derived from the weight: Buffer::transpose_of), read
+  // as cuBLASLt's untransposed A operand. Only with x_transposed (cuBLAS's "NT" SGEMM).
+  bool w_transposed = false;
   int64_t stored_k() const { return tf32x3 ? 3 * k : k; }
   int64_t stored_row() const { return row_stride > 0 ? row_stride : stored_k(); }
   // Whether cuBLASLt's C enters (beta = 1): a residual, or y itself for a later K-chunk.
   bool adds_c() const { return residual >= 0 || accumulate; }
 };
+
+// The tile a transposed-store kernel (256 threads) turns around in shared memory: `rows` of the
+// space x 32 * vec columns, read and written in vectors of `vec` elements (1 or 4; rows a
+// multiple of 8 and of vec, rows / vec dividing 32). kTransposeTile unless asked otherwise
+// (bench/transpose_store_probe measures them).
+struct TransposeTile {
+  int rows = 32, vec = 4;
+  int cols() const { return 32 * vec; }
+};
+inline constexpr TransposeTile kTransposeTile{32, 4};
 
 // One generated kernel. Its signature is
 //   extern "C" __global__ void NAME(const T0* in0, ..., const Tk* ink, T* out, long long n)
@@ -95,6 +121,10 @@ struct KernelStep {
   // The output is a [rows, 3 * row_len] split buffer (codegen/tf32x3.h): the kernel's n counts
   // its elements, three per element of the iteration space.
   bool tf32x3_store = false;
+  // The output is stored transposed, [row_len, rows] (codegen/transposed_x_plan.h): the kernel
+  // walks tiles of transpose_tile of the space, turning each around in shared memory.
+  bool transposed_store = false;
+  TransposeTile transpose_tile;
   std::vector<std::string> ops;       // IR op names it computes, in order
   std::vector<std::string> ir_nodes;  // IR value names it computes, in order
 };
@@ -106,6 +136,7 @@ using Step = std::variant<GemmStep, KernelStep>;
 // which is not listed twice. The refs form renumbers them in place.
 std::vector<int> step_buffers(const Step& s);
 std::vector<int*> step_buffer_refs(Step& s);
+
 
 struct LaunchDims {
   unsigned grid = 1, block = 256;

@@ -8,6 +8,7 @@
 
 #include "codegen/gated_gemm_plan.h"
 #include "codegen/tf32x3_plan.h"
+#include "codegen/transposed_x_plan.h"
 #include "codegen/pointwise_kernel.h"
 #include "codegen/reduction_kernel.h"
 #include "codegen/small_gemm_kernel.h"
@@ -122,6 +123,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
   }
   apply_gated_gemms(plan, g, options.gated_gemm_decider);
   apply_tf32x3(plan, g, options.tf32x3_decider);
+  apply_transposed_x(plan, g, options.transposed_x_decider);
   return plan;
 }
 

@@ -26,12 +26,17 @@ using SmallGemmDecider =
 using GatedGemmDecider = std::function<KernelChoice(
     const Plan& plan, const KernelStep& gated, const std::vector<Step>& replaced)>;
 
-// Whether an f32 GEMM runs as three TF32 products (codegen/tf32x3_plan.h). `replaced`: the steps
-// of `plan` that change (the GEMM, and the kernel writing its x when that kernel would store the
-// split parts itself); `rewritten`: what replaces them in `trial`, the plan with the change made.
-using Tf32x3Decider =
+// Whether a rewrite of some steps is taken. `replaced`: the steps of `plan` that change;
+// `rewritten`: what replaces them in `trial`, the plan with the change made.
+using RewriteDecider =
     std::function<KernelChoice(const Plan& plan, const std::vector<Step>& replaced,
                                const Plan& trial, const std::vector<Step>& rewritten)>;
+// Whether an f32 GEMM runs as three TF32 products (codegen/tf32x3_plan.h); replaced: the GEMM,
+// and the kernel writing its x when that kernel would store the split parts itself.
+using Tf32x3Decider = RewriteDecider;
+// Whether an f32 GEMM reads its x stored transposed (codegen/transposed_x_plan.h); replaced: the
+// kernel writing x, then the GEMM.
+using TransposedXDecider = RewriteDecider;
 
 struct PlanOptions {
   // GEMMs with n a multiple of 32 and no residual as generated kernels
@@ -44,6 +49,9 @@ struct PlanOptions {
   GatedGemmDecider gated_gemm_decider;
   // Asked for each f32 GEMM that is a cuBLASLt step; none: every one stays an IEEE SGEMM.
   Tf32x3Decider tf32x3_decider;
+  // Asked for each IEEE f32 cuBLASLt GEMM whose x an elementwise kernel writes for it alone;
+  // none: every x stays row-major.
+  TransposedXDecider transposed_x_decider;
 };
 
 Plan build_plan(const ir::Graph& g, const PlanOptions& options = {});

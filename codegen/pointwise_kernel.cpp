@@ -35,6 +35,64 @@ struct Load {
   int64_t offset = 0, ld = 0;  // Strided only
 };
 
+// The body of a transposed-store kernel after its signature: tiles of kRows rows x kCols = 32 *
+// kVec columns of the [rows, row_len] space, read a row at a time (a warp reads kCols columns,
+// kVec per lane: coalesced), computed into shared memory, then written a column at a time
+// (kRows / kVec lanes write one column's kRows values, kVec each: coalesced again) into the
+// [row_len, rows] output. rows = n / row_len at run time; a store falls back to single elements
+// where rows leaves a vector unaligned. `loads` reads x{j}[kVec] at element index i, `compute`
+// is the element function of lane q of them; kRowLen is declared before.
+std::string transposed_store_loop(const std::string& loads, const std::string& compute,
+                                  TransposeTile tile) {
+  MLPC_ASSERT((tile.vec == 1 || tile.vec == 4) && tile.rows % tile.vec == 0 &&
+                  tile.rows / tile.vec <= 32 && 32 % (tile.rows / tile.vec) == 0 &&
+                  tile.rows % 8 == 0,
+              "unsupported transposed tile");
+  return fmt::format(R"(  constexpr int kVec = {vec}, kRows = {rows}, kCols = 32 * kVec;  // the tile
+  constexpr int kSteps = kRows / 8;  // 8 warps
+  constexpr int kLanesPerCol = kRows / kVec;  // lanes writing one column of the tile
+  constexpr long long kColTiles = (kRowLen + kCols - 1) / kCols;
+  __shared__ float tile[kRows][kCols + 1];  // +1: the column walk spreads over the banks
+  const long long rows = n / kRowLen;
+  const long long tiles = (rows + kRows - 1) / kRows * kColTiles;
+  const bool aligned = rows % kVec == 0;  // whole vectors along the output's rows
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {{
+    const long long r0 = t / kColTiles * kRows, c0 = t % kColTiles * kCols;
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {{
+      const int tr = s * 8 + warp, tc = lane * kVec;
+      const long long r = r0 + tr, c = c0 + tc;
+      if (r < rows && c < kRowLen) {{  // kRowLen % kVec == 0: the whole vector is inside
+        const long long i = r * kRowLen + c;
+{loads}#pragma unroll
+        for (int q = 0; q < kVec; ++q) tile[tr][tc + q] = {compute};
+      }}
+    }}
+    __syncthreads();
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {{
+      const int tc = (s * 8 + warp) * (32 / kLanesPerCol) + lane / kLanesPerCol;
+      const int tr = lane % kLanesPerCol * kVec;
+      const long long r = r0 + tr, c = c0 + tc;
+      if (c >= kRowLen || r >= rows) continue;
+      float v[kVec];
+#pragma unroll
+      for (int q = 0; q < kVec; ++q) v[q] = tile[tr + q][tc];
+      if (aligned && r + kVec <= rows) {{
+        mlpc_store<kVec>(out + c * rows + r, v);
+      }} else {{
+        for (int q = 0; q < kVec && r + q < rows; ++q) mlpc_from_float(v[q], &out[c * rows + r + q]);
+      }}
+    }}
+    __syncthreads();  // the tile is refilled by the next pass
+  }}
+}}
+)",
+                     fmt::arg("vec", tile.vec), fmt::arg("rows", tile.rows),
+                     fmt::arg("loads", loads), fmt::arg("compute", compute));
+}
+
 }  // namespace
 
 std::string element_var(const std::string& ir_name) { return var(ir_name); }
@@ -56,6 +114,8 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
   const bool split = options.tf32x3_store;
   MLPC_ASSERT(!split || fused.type.dtype == ir::DType::F32,
               "TF32 parts of a non-f32 value %" + fused.name);
+  const bool transposed = options.transposed_store;
+  MLPC_ASSERT(!(split && transposed), "TF32 parts stored transposed: %" + fused.name);
   const ir::Graph& body = *fused.body;
   const ir::Shape& space = fused.type.shape;
   const std::string space_str = ir::to_string(fused.type, g.batch_symbol);
@@ -102,6 +162,16 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
   MLPC_ASSERT(!split || k.row_len % chunk == 0,
               "TF32 chunk does not divide the row of %" + fused.name);
   if (split && chunk % vec != 0) vec = 1;  // the three parts of a vector share a chunk
+  // A transposed store reads and writes its tile in vectors of tile.vec where every row of every
+  // operand starts aligned to one (else element by element, in tiles of 32 x 32).
+  TransposeTile tile = options.transposed_tile;
+  if (transposed) {
+    bool aligned = k.row_len % tile.vec == 0;
+    for (const Load& l : loads)
+      if (l.access == Access::Strided) aligned &= l.ld % tile.vec == 0 && l.offset % tile.vec == 0;
+    if (!aligned) tile = {.rows = 32, .vec = 1};
+    vec = 1;  // the grid-stride vector loop is not used
+  }
   k.vec = vec;
   const bool any_row = std::any_of(loads.begin(), loads.end(),
                                    [](const Load& l) { return l.access != Access::Full; });
@@ -131,11 +201,12 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
                      space_str,
                      split ? fmt::format(" as its three TF32 parts [lo | hi | hi] per {}-column "
                                          "chunk of each row", chunk)
-                           : "");
+                     : transposed ? fmt::format(" stored transposed, as [{}, rows]", k.row_len)
+                                  : "");
   src += cuda_includes();
   src += "\n";
   for (ir::DType t : dtypes) src += float_conversions(t);
-  if (vec > 1 || split) src += "\n" + std::string(vector_access());
+  if (vec > 1 || split || transposed) src += "\n" + std::string(vector_access());
   if (split) src += "\n" + std::string(tf32x3_device_helpers());
   std::set<ir::Op> helpers_done;
   for (const ir::Node& n : body.nodes)
@@ -151,7 +222,8 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
 
   // The kernel: a grid-stride loop over the output's n elements.
   src += kernel_signature(k.name, 256, body, ins, fused);
-  if (any_row || split) src += fmt::format("  constexpr long long kRowLen = {};\n", k.row_len);
+  if (any_row || split || transposed)
+    src += fmt::format("  constexpr long long kRowLen = {};\n", k.row_len);
   if (split)
     src += fmt::format("  constexpr long long kChunk = {};  // K-chunk of the split layout\n"
                        "  n /= 3;  // out holds three TF32 parts per element of the space\n",
@@ -168,6 +240,22 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
   std::vector<std::string> scalar_args;
   for (const Load& l : loads)
     scalar_args.push_back(fmt::format("mlpc_to_float(in{}[{}])", l.input, index(l, "e")));
+  if (transposed) {
+    std::string vec_loads;
+    std::vector<std::string> lanes;
+    for (size_t j = 0; j < loads.size(); ++j) {
+      vec_loads += fmt::format("        float x{0}[kVec];\n        mlpc_load<kVec>(in{1} + ({2}), x{0});\n",
+                               j, loads[j].input, index(loads[j], "i"));
+      lanes.push_back(fmt::format("x{}[q]", j));
+    }
+    src += transposed_store_loop(vec_loads,
+                                 fmt::format("{}_element({})", k.name, fmt::join(lanes, ", ")),
+                                 tile);
+    k.transposed_store = true;
+    k.transpose_tile = tile;
+    k.source = std::move(src);
+    return k;
+  }
   std::string scalar_stmt =
       split ? fmt::format("{{ const float y = {}_element({}); mlpc_store_tf32x3<1>(out, e, kRowLen, "
                           "kChunk, &y); }}", k.name, fmt::join(scalar_args, ", "))

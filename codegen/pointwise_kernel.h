@@ -20,6 +20,11 @@ struct PointwiseOptions {
   // layout (divides the row; 0: the whole row, one chunk).
   bool tf32x3_store = false;
   int64_t tf32x3_chunk = 0;
+  // Store the result transposed, as [row_len, rows] (codegen/transposed_x_plan.h): for a GEMM
+  // that reads its x so. Not with tf32x3_store. A block turns tiles of `transposed_tile` around
+  // in shared memory.
+  bool transposed_store = false;
+  TransposeTile transposed_tile = kTransposeTile;
 };
 
 // Fills name, source, row_len, vec, ops and ir_nodes of a KernelStep for `fused` in `g`.

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "codegen/cuda_ops.h"
+#include "codegen/elementwise_producer.h"
 #include "codegen/pointwise_kernel.h"
 #include "codegen/tf32x3.h"
 #include "ir/error.h"
@@ -27,39 +28,6 @@ ir::TensorType tripled(ir::TensorType t) {
 int add_buffer(Plan& plan, Buffer b) {
   plan.buffers.push_back(std::move(b));
   return static_cast<int>(plan.buffers.size()) - 1;
-}
-
-// How many steps read buffer `b`.
-int readers(const Plan& plan, int b) {
-  int n = 0;
-  for (const Step& s : plan.steps) {
-    std::vector<int> bufs = step_buffers(s);
-    n += static_cast<int>(std::count(bufs.begin(), bufs.end() - 1, b));
-  }
-  return n;
-}
-
-// The elementwise pointwise kernel writing `x` (its step index and its region in `g`), when it
-// could store x's parts instead: x is an intermediate read by nothing but the one GEMM.
-struct Producer {
-  size_t step = 0;
-  const ir::Node* region = nullptr;
-};
-std::optional<Producer> fusable_producer(const Plan& plan, const ir::Graph& g, int x) {
-  const Buffer& xb = plan.buffers[static_cast<size_t>(x)];
-  if (xb.role != BufferRole::Intermediate || readers(plan, x) != 1) return std::nullopt;
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const auto* k = std::get_if<KernelStep>(&plan.steps[i]);
-    if (!k || k->output != x) continue;
-    const bool elementwise = k->threads_per_row == 0 && k->gemm_k == 0 && !k->gated &&
-                             !k->tf32x3_store;
-    const auto node = std::find_if(g.nodes.begin(), g.nodes.end(),
-                                   [&](const ir::Node& n) { return n.name == xb.name; });
-    if (elementwise && node != g.nodes.end() && node->op == ir::Op::FusedPointwise)
-      return Producer{i, &*node};
-    return std::nullopt;
-  }
-  return std::nullopt;
 }
 
 // A kernel that only splits x into x3: the pointwise generator over an identity region.
@@ -150,7 +118,7 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
       const Buffer& xb = plan.buffers[static_cast<size_t>(gemm->x)];
       split.x = add_buffer(trial, {.name = xb.name + kSuffix, .type = tripled(xb.type),
                                    .split_chunk = chunk});
-      if (auto p = fusable_producer(plan, g, gemm->x)) {
+      if (auto p = elementwise_producer(plan, g, gemm->x)) {
         auto& old = std::get<KernelStep>(trial.steps[p->step]);
         KernelStep k = generate_pointwise_kernel(
             g, *p->region, {.tf32x3_store = true, .tf32x3_chunk = chunk});

@@ -69,6 +69,7 @@ struct GraphArgs {
   std::string small_gemms;  // empty: the level's default
   std::string gated_gemms;  // empty: the level's default
   std::string fp32_gemms;   // empty: ieee, at every level
+  std::string transposed_x;  // empty: the level's default
 
   void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -109,6 +110,12 @@ struct GraphArgs {
                     "and K allows the chunks; tf32x3 for every f32 GEMM (one chunk where K does "
                     "not allow them: less accurate, checked with a wider tolerance)")
         ->check(CLI::IsMember({"auto", "ieee", "tf32x3"}));
+    cmd->add_option("--transposed-x", transposed_x,
+                    "IEEE f32 GEMMs reading their input stored transposed, [K, M], written so by "
+                    "the kernel computing it (cuBLAS's CUDA-core SGEMM is up to 4% faster so on "
+                    "the H200; the same launches and results): auto (-O2's default: where "
+                    "measured faster on this GPU), on, off (-O0/-O1's default)")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
   }
 
   // Flags of the GPU executor (run, bench).
@@ -146,6 +153,11 @@ struct GraphArgs {
                    : fp32 == "auto" ? Fp32Gemms::Measure
                                     : Fp32Gemms::Ieee;
     if (!fusion) o.fp32_gemms = Fp32Gemms::Ieee;  // eager: PyTorch's eager GEMMs
+    const std::string transposed = transposed_x.empty() ? level_default : transposed_x;
+    o.transposed_x = transposed == "on" ? TransposedX::On
+                     : transposed == "auto" ? TransposedX::Measure
+                                            : TransposedX::Off;
+    if (!fusion) o.transposed_x = TransposedX::Off;  // eager: PyTorch's layouts
     // Measured at the largest batch asked for: the one whose time matters most.
     o.decide_rows = batches.empty() ? batch : *std::max_element(batches.begin(), batches.end());
     return o;
@@ -213,7 +225,8 @@ void print_compile(const CompiledGraph& c, const CompileArgs& a) {
   if (fused)
     fmt::print("// fusion decisions\n{}\n", c.pipeline.fusion.to_string());
   if (!c.plan.choices.empty()) {
-    // Small and gated GEMM kernels vs cuBLASLt, 3xTF32 vs IEEE fp32: each choice with its reason.
+    // Small and gated GEMM kernels vs cuBLASLt, 3xTF32 vs IEEE fp32, x transposed or row-major:
+    // each choice with its reason.
     fmt::print("// GEMMs: how each one runs, and why\n");
     for (const codegen::StepChoice& ch : c.plan.choices) fmt::print("{}: {}\n", ch.step, ch.why);
     fmt::print("\n");

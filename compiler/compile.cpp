@@ -40,7 +40,9 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
        .small_gemm_decider = small_gemm_decider(options.small_gemms, rows, options.use_cache),
        .gated_gemm_decider =
            gated_gemm_decider(options.gated_gemms, rows, c.arch, options.use_cache),
-       .tf32x3_decider = tf32x3_decider(options.fp32_gemms, rows, options.use_cache)});
+       .tf32x3_decider = tf32x3_decider(options.fp32_gemms, rows, options.use_cache),
+       .transposed_x_decider =
+           transposed_x_decider(options.transposed_x, rows, options.use_cache)});
   c.plan_ms = ms_since(phase);
   const DecisionCosts after = decision_costs();
   c.plan_build_wait_ms = after.build_wait_ms - before.build_wait_ms;

@@ -41,6 +41,10 @@ struct CompileOptions {
   // chunked 3xTF32 where measured faster on this GPU at `decide_rows` rows; recorded in
   // Plan::choices. Ieee unless asked: results change.
   Fp32Gemms fp32_gemms = Fp32Gemms::Ieee;
+  // IEEE f32 GEMMs reading their x stored transposed, written so by the kernel computing it
+  // (codegen/transposed_x_plan.h): never, always, or where measured faster on this GPU at
+  // `decide_rows` rows; recorded in Plan::choices. Results are the same SGEMM's either way.
+  TransposedX transposed_x = TransposedX::Off;
 };
 
 // The batch size the -O2 decisions measure at: options.decide_rows, else kDefaultDecideRows.

@@ -136,6 +136,7 @@ codegen::Plan steps_plan(const codegen::Plan& so_far, std::vector<codegen::Step>
       b.view_offset = 0;
       b.stacked = false;
       b.split_of = -1;  // timing needs values, not the weight's true parts
+      b.transpose_of = -1;
       if (b.role == BufferRole::Input) p.inputs.push_back(it->second);
       if (b.role == BufferRole::Output) p.outputs.push_back(it->second);
       p.buffers.push_back(std::move(b));
@@ -321,6 +322,53 @@ codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cac
       return c;
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
       return codegen::KernelChoice{false, fmt::format("IEEE fp32: could not time: {}", e.what())};
+    }
+  };
+}
+
+codegen::KernelChoice decide_transposed_x(double transposed_us, double row_major_us,
+                                          int64_t rows, bool weight) {
+  const char* kept = weight ? "w kept [n, k]" : "x kept row-major";
+  if (!(transposed_us > 0 && row_major_us > 0))
+    return {false, fmt::format("could not time both ({})", kept)};
+  const bool use = transposed_us < row_major_us * (1.0 - kTransposedXMinGain);
+  if (weight)
+    return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.1f} us with w stored "
+                             "transposed too vs {:.1f} us with x alone (x's kernel and the GEMM)",
+                             use ? "w transposed" : "w [n, k]", rows, transposed_us,
+                             row_major_us)};
+  return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.1f} us with x stored "
+                           "transposed vs {:.1f} us row-major (x's kernel and the GEMM)",
+                           use ? "x transposed" : "x row-major", rows, transposed_us,
+                           row_major_us)};
+}
+
+codegen::TransposedXDecider transposed_x_decider(TransposedX mode, int64_t rows, bool use_cache) {
+  if (mode == TransposedX::Off) return {};
+  const bool gpu = mode == TransposedX::Measure && !runtime::gpu_unavailable_reason();
+  auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
+  return [=](const codegen::Plan& plan, const std::vector<codegen::Step>& replaced,
+             const codegen::Plan& trial, const std::vector<codegen::Step>& rewritten) {
+    // The weight's decision: the GEMM reads w transposed in `rewritten` and not in `replaced`.
+    auto reads_w_transposed = [](const std::vector<codegen::Step>& steps) {
+      const auto* g = std::get_if<codegen::GemmStep>(&steps.back());
+      return g && g->w_transposed;
+    };
+    const bool weight = reads_w_transposed(rewritten) && !reads_w_transposed(replaced);
+    if (mode == TransposedX::On)
+      return codegen::KernelChoice{
+          true, weight ? "w transposed (--transposed-x on)" : "x transposed (--transposed-x on)"};
+    if (!gpu) return codegen::KernelChoice{false, "x row-major: no GPU to measure on"};
+    try {
+      if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
+      const std::vector<double> us =
+          alternatives_us(**bench, {{&plan, replaced}, {&trial, rewritten}},
+                          runtime::device_arch(), rows, kTransposedXRepeats, use_cache);
+      return decide_transposed_x(us[1], us[0], rows, weight);
+    } catch (const Error& e) {  // a measurement that fails leaves x (or w) as it was
+      return codegen::KernelChoice{
+          false, fmt::format("{}: could not time: {}", weight ? "w [n, k]" : "x row-major",
+                             e.what())};
     }
   };
 }

@@ -26,6 +26,7 @@ enum class MergeGemms { Off, On, Measure };
 enum class SmallGemms { Off, On, Measure };
 enum class GatedGemms { Off, On, Measure };
 enum class Fp32Gemms { Ieee, Tf32x3, Measure };
+enum class TransposedX { Off, On, Measure };
 
 // A merge is taken when the merged GEMM is at least this much faster than the siblings apart:
 // closer than that is noise on a shared GPU, and apart keeps the plan torch.compile's.
@@ -111,5 +112,23 @@ codegen::KernelChoice decide_tf32x3(double tf32x3_us, double ieee_us, int64_t ro
 // chunk where K cannot be cut: less accurate); Measure times both on this GPU where K allows the
 // chunks (without a GPU it keeps IEEE fp32, and says so).
 codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cache = true);
+
+// An IEEE f32 GEMM reads its x stored transposed (codegen/transposed_x_plan.h), written so by the
+// kernel computing x, when the two steps together take at least this much less time inside a
+// CUDA graph than row-major: closer than that is noise, and row-major keeps the plan PyTorch's.
+// (mlp3 on the H200: fc2 5316 vs 5490 µs, taken; fc3 1436 vs 1433, not.)
+inline constexpr double kTransposedXMinGain = 0.02;
+inline constexpr int kTransposedXRepeats = 2;
+
+// The rule applied to measured times (µs per pass of the kernel and the GEMM in a CUDA graph);
+// `weight`: the decision on w, which follows a taken x.
+codegen::KernelChoice decide_transposed_x(double transposed_us, double row_major_us, int64_t rows,
+                                          bool weight = false);
+
+// The decider for `mode` at `rows` rows (nullptr for Off). On takes every GEMM it is asked
+// about, x and then w; Measure times both layouts on this GPU (without one it keeps x row-major,
+// and says so).
+codegen::TransposedXDecider transposed_x_decider(TransposedX mode, int64_t rows,
+                                                 bool use_cache = true);
 
 }  // namespace mlpc

@@ -44,6 +44,8 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
     f = {g->name, "gemm", {g->op}, g->ir_nodes};
     if (g->tf32x3) f.ops.push_back("tf32x3");  // three TF32 products (codegen/tf32x3.h)
     if (g->accumulate) f.ops.push_back("accumulate");  // a K-chunk adding to y
+    if (g->x_transposed) f.ops.push_back("x_transposed");  // codegen/transposed_x_plan.h
+    if (g->w_transposed) f.ops.push_back("w_transposed");
     f.generated = false;
     // What it reads of x and w (a K-chunk: its columns), y written (and read when adding to it).
     const double rows = static_cast<double>(p.buffers[g->x].type.shape.rows(batch));
@@ -62,6 +64,7 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
          : k.threads_per_row > 0 ? "reduction"
                                  : "pointwise",
          k.ops, k.ir_nodes};
+    if (k.transposed_store) f.ops.push_back("store_transposed");  // for a GEMM's x
     for (int i : k.inputs) f.bytes += p.buffers[i].bytes(batch);
     f.bytes += p.buffers[k.output].bytes(batch);
     if (k.gemm_k > 0)
@@ -92,7 +95,8 @@ nlohmann::json plan_json(const CompiledGraph& c, int64_t batch) {
   nlohmann::json buffers = nlohmann::json::array();
   for (const codegen::Buffer& b : p.buffers)
     buffers.push_back({{"name", b.name}, {"type", ir::to_string(b.type)},
-                       {"role", role_name(b.role)}, {"bytes", b.bytes(batch)}});
+                       {"role", role_name(b.role)}, {"bytes", b.bytes(batch)},
+                       {"layout", b.transposed ? "transposed" : "row-major"}});
   nlohmann::json passes = nlohmann::json::array();
   for (const passes::PassRecord& r : c.pipeline.passes)
     passes.push_back({{"pass", r.pass}, {"changed", r.changed}, {"ms", r.ms}});

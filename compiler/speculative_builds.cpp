@@ -13,7 +13,8 @@ namespace {
 // Whether compile() with `o` for `arch` times generated kernels in a decision.
 bool measures_kernels(const CompileOptions& o, const std::string& arch) {
   return o.fusion && ((o.gated_gemms == GatedGemms::Measure && gated_gemms_run_on(arch)) ||
-                      o.small_gemms == SmallGemms::Measure || o.fp32_gemms == Fp32Gemms::Measure);
+                      o.small_gemms == SmallGemms::Measure || o.fp32_gemms == Fp32Gemms::Measure ||
+                      o.transposed_x == TransposedX::Measure);
 }
 
 // The steps of `g`'s plan with the merge decision fixed to `merge` and the measured plan
@@ -34,6 +35,8 @@ std::vector<codegen::Step> plan_steps(const ir::Graph& g, const CompileOptions& 
       plan.gated_gemm_decider = gated_gemm_decider(GatedGemms::On, rows, arch);
     if (o.fp32_gemms == Fp32Gemms::Measure)
       plan.tf32x3_decider = tf32x3_decider(Fp32Gemms::Tf32x3, rows);
+    if (o.transposed_x == TransposedX::Measure)
+      plan.transposed_x_decider = transposed_x_decider(TransposedX::On, rows);
   }
   return codegen::build_plan(p.graph, plan).steps;
 }

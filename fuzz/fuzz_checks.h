@@ -6,6 +6,7 @@
 // property throws std::logic_error, which libFuzzer reports as a crash and Catch as a failure.
 #pragma once
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -107,6 +108,12 @@ inline void check_pipeline(std::string_view text) {
                                          const codegen::Plan&, const std::vector<codegen::Step>&) {
                       return codegen::KernelChoice{true, "fuzz: every f32 GEMM as 3xTF32"};
                     }}));
+      plans.push_back(codegen::build_plan(
+          r.graph,
+          {.transposed_x_decider = [](const codegen::Plan&, const std::vector<codegen::Step>&,
+                                      const codegen::Plan&, const std::vector<codegen::Step>&) {
+             return codegen::KernelChoice{true, "fuzz: every f32 GEMM's x and w transposed"};
+           }}));
     } catch (const Error& e) {
       broken(std::string("a verified graph failed in the passes or codegen: ") + e.what());
     }
@@ -149,6 +156,31 @@ inline void check_pipeline(std::string_view text) {
             broken("a GEMM's K-chunk lies outside its operands' rows: " + gm->name);
         }
         write(bufs.back());
+      }
+      // A buffer stored transposed is written by a transposed-store kernel and read by GEMMs
+      // that read their x so, and by nothing else; a transposed weight is its source's [k, n].
+      for (const codegen::Step& s : plan.steps) {
+        const std::vector<int> bufs = codegen::step_buffers(s);
+        const auto* gm = std::get_if<codegen::GemmStep>(&s);
+        const auto* k = std::get_if<codegen::KernelStep>(&s);
+        for (size_t i = 0; i < bufs.size(); ++i) {
+          if (bufs[i] < 0 || !plan.buffers[bufs[i]].transposed) continue;
+          const bool ok = i + 1 == bufs.size() ? k && k->transposed_store
+                                               : gm && gm->x_transposed && bufs[i] == gm->x;
+          if (!ok) broken("a transposed buffer is read or written row-major: " +
+                          plan.buffers[bufs[i]].name);
+        }
+        if (k && k->transposed_store && !plan.buffers[k->output].transposed)
+          broken("a transposed-store kernel writes a row-major buffer: " + k->name);
+        if (gm && gm->x_transposed && !plan.buffers[gm->x].transposed)
+          broken("a GEMM reads a row-major x as transposed: " + gm->name);
+      }
+      for (const codegen::Buffer& b : plan.buffers) {
+        if (b.transpose_of < 0) continue;
+        std::vector<int64_t> dims = plan.buffers[b.transpose_of].type.shape.dims;
+        std::reverse(dims.begin(), dims.end());
+        if (b.role != codegen::BufferRole::Param || b.type.shape.dims != dims)
+          broken("a transposed param is not its source's [k, n]: " + b.name);
       }
       // A derived param (3xTF32 parts) names a param [n, k] and is [n, 3k] itself.
       for (const codegen::Buffer& b : plan.buffers) {

@@ -47,9 +47,22 @@ void check_plan(const codegen::Plan& plan) {
       const ir::TensorType& w = plan.buffers[g->w].type;
       const ir::TensorType& y = plan.buffers[g->y].type;
       MLPC_ASSERT(x.shape.last() == g->stored_row() && y.shape.last() == g->n &&
-                      w.shape.dims == std::vector<int64_t>({g->n, g->stored_row()}) &&
+                      w.shape.dims == (g->w_transposed
+                                           ? std::vector<int64_t>({g->k, g->n})
+                                           : std::vector<int64_t>({g->n, g->stored_row()})) &&
                       g->k_begin >= 0 && g->k_begin + g->stored_k() <= g->stored_row(),
                   "GEMM " + g->name + ": buffer shapes do not match n, k");
+      MLPC_ASSERT(g->x_transposed == plan.buffers[g->x].transposed &&
+                      (!g->x_transposed || (!g->tf32x3 && g->row_stride == 0)),
+                  "GEMM " + g->name + ": reads x in another layout than it is stored in");
+      // (A transposed w is a param derived from the weight in a compiled plan; the timing plans
+      // of -O2's decisions fill it with values of their own.)
+      MLPC_ASSERT(!g->w_transposed || (g->x_transposed && plan.buffers[g->w].role ==
+                                                              codegen::BufferRole::Param),
+                  "GEMM " + g->name + ": a transposed w is a param, read with x transposed");
+      for (int b : {g->w, g->bias, g->residual, g->y})
+        MLPC_ASSERT(b < 0 || !plan.buffers[b].transposed,
+                    "GEMM " + g->name + ": only x may be stored transposed");
       MLPC_ASSERT(!g->accumulate || g->residual == -1,
                   "GEMM " + g->name + ": adds to its output and a residual");
       MLPC_ASSERT(x.dtype == g->dtype && w.dtype == g->dtype && y.dtype == g->dtype,
@@ -77,6 +90,11 @@ void check_plan(const codegen::Plan& plan) {
       const auto& k = std::get<codegen::KernelStep>(step);
       MLPC_ASSERT(valid(k.output), "kernel " + k.name + ": bad output buffer");
       for (int i : k.inputs) MLPC_ASSERT(valid(i), "kernel " + k.name + ": bad input buffer");
+      MLPC_ASSERT(k.transposed_store == plan.buffers[k.output].transposed,
+                  "kernel " + k.name + ": stores its output in another layout than planned");
+      for (int i : k.inputs)
+        MLPC_ASSERT(!plan.buffers[i].transposed,
+                    "kernel " + k.name + ": reads a buffer stored transposed");
       if (k.gated) {
         MLPC_ASSERT(k.inputs.size() == 3 && k.gemm_k > 0 && k.smem_bytes > 0,
                     "gated GEMM " + k.name + ": needs x, wg, wu, K and its shared memory");
@@ -91,6 +109,10 @@ void check_plan(const codegen::Plan& plan) {
     }
   }
   for (int i : plan.outputs) MLPC_ASSERT(valid(i), "plan output: bad buffer");
+  for (const std::vector<int>* io : {&plan.inputs, &plan.outputs})
+    for (int i : *io)
+      MLPC_ASSERT(!plan.buffers[i].transposed,
+                  "buffer " + plan.buffers[i].name + ": a graph's inputs and outputs are row-major");
 }
 
 void warn_graph_once(const std::string& what) {
@@ -287,9 +309,11 @@ void* Executor::param_storage(int i) {
 
 void* Executor::settable(int i) {
   const codegen::Buffer& b = plan_.buffers[i];
-  if (b.split_of >= 0)
-    throw Error(fmt::format("param {} holds the TF32 parts of {}: set {} instead", b.name,
-                            plan_.buffers[b.split_of].name, plan_.buffers[b.split_of].name));
+  if (b.derived_from() >= 0)
+    throw Error(fmt::format("param {} holds {} of {}: set {} instead", b.name,
+                            b.split_of >= 0 ? "the TF32 parts" : "the transpose",
+                            plan_.buffers[b.derived_from()].name,
+                            plan_.buffers[b.derived_from()].name));
   if (b.stacked)
     throw Error(fmt::format("param {} is a concat: set the params it stacks instead", b.name));
   return b.role == codegen::BufferRole::Param ? param_storage(i) : device_ptr(i);
@@ -299,11 +323,12 @@ void Executor::set_bytes(const std::string& name, const std::vector<uint8_t>& by
   const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
   void* dst = settable(i);
-  const bool has_parts = std::any_of(plan_.buffers.begin(), plan_.buffers.end(),
-                                     [&](const codegen::Buffer& o) { return o.split_of == i; });
-  if (has_parts || b.view_of >= 0)
-    throw Error(fmt::format("buffer {} has TF32 parts or is stacked into a concat: set it with "
-                            "set_tensor", name));
+  const bool has_derived =
+      std::any_of(plan_.buffers.begin(), plan_.buffers.end(),
+                  [&](const codegen::Buffer& o) { return o.derived_from() == i; });
+  if (has_derived || b.view_of >= 0)
+    throw Error(fmt::format("buffer {} has TF32 parts or a transpose, or is stacked into a "
+                            "concat: set it with set_tensor", name));
   const size_t want = static_cast<size_t>(b.numel(batch_ < 0 ? 1 : batch_)) *
                       ir::dtype_size(b.type.dtype);
   if (bytes.size() != want)
@@ -328,8 +353,22 @@ void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   // In place, at the same address: captured graphs stay valid and see the new values.
   if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   set_[i] = true;
-  // Params derived from this one: its TF32 parts, for 3xTF32 GEMMs.
+  // Params derived from this one: its TF32 parts, for 3xTF32 GEMMs; its transpose [k, n], for
+  // GEMMs reading w so.
   for (size_t j = 0; j < plan_.buffers.size(); ++j) {
+    if (plan_.buffers[j].transpose_of == i) {
+      HostTensor transposed{t.dtype, {t.row_len(), t.numel() / std::max<int64_t>(t.row_len(), 1)},
+                            std::vector<double>(t.data.size())};
+      const int64_t n = transposed.dims[1], k = transposed.dims[0];
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < k; ++c)
+          transposed.data[static_cast<size_t>(c * n + r)] = t.data[static_cast<size_t>(r * k + c)];
+      const std::vector<uint8_t> tb = encode(transposed);
+      if (!tb.empty())
+        MLPC_CUDA(cudaMemcpy(param_storage(static_cast<int>(j)), tb.data(), tb.size(),
+                             cudaMemcpyHostToDevice));
+      set_[j] = true;
+    }
     if (plan_.buffers[j].split_of != i) continue;
     const int64_t k = t.row_len();
     const int64_t chunk = plan_.buffers[j].split_chunk > 0 ? plan_.buffers[j].split_chunk : k;

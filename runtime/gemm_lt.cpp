@@ -33,10 +33,13 @@ cublasLtEpilogue_t lt_epilogue(codegen::Epilogue e) {
 bool has_bias(const codegen::GemmStep& s) { return s.epilogue != codegen::Epilogue::None; }
 
 std::string describe(const codegen::GemmStep& s, int64_t rows) {
-  return fmt::format("GEMM {} ({}{}, rows={}, n={}, k={}, epilogue {}{}{})", s.name,
+  return fmt::format("GEMM {} ({}{}, rows={}, n={}, k={}, epilogue {}{}{}{})", s.name,
                      ir::dtype_name(s.dtype), s.tf32x3 ? " as 3xTF32" : "", rows, s.n, s.k,
                      epilogue_name(s.epilogue), s.residual >= 0 ? ", residual" : "",
-                     s.accumulate ? ", adding to y" : "");
+                     s.accumulate ? ", adding to y" : "",
+                     s.x_transposed ? (s.w_transposed ? ", x and w stored transposed"
+                                                      : ", x stored transposed")
+                                    : "");
 }
 
 void destroy(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
@@ -95,15 +98,25 @@ void GemmLt::set_bias(const codegen::GemmStep& step, Prepared& p, const void* bi
 }
 
 GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) {
-  const Key key{step.n, step.k, rows, static_cast<int>(step.dtype),
-                static_cast<int>(step.epilogue), step.adds_c(), step.tf32x3, step.stored_row()};
+  const Key key{step.n,
+                step.k,
+                rows,
+                static_cast<int>(step.dtype),
+                static_cast<int>(step.epilogue),
+                step.adds_c(),
+                step.tf32x3,
+                step.stored_row(),
+                step.x_transposed,
+                step.w_transposed};
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   MLPC_ASSERT(step.n > 0 && step.k > 0 && rows > 0, "empty GEMM " + step.name);
 
   // Column-major view of the row-major product: D[n, rows] = op(A)[n, k] . B[k, rows], with
   // A = w read transposed (stored k x n, ld k), B = x (k x rows, ld k), C = D = y (n x rows,
   // ld n); a residual uses the same layout as D. A K-chunk's A and B are column ranges of wider
-  // rows: ld is the stored row length, the pointers start at the chunk.
+  // rows: ld is the stored row length, the pointers start at the chunk. An x stored transposed,
+  // [k, rows], is B read transposed (rows x k, ld rows); a w stored transposed, [k, n], is A read
+  // as it is (n x k, ld n).
   Prepared p;
   const cudaDataType_t type = cuda_type(step.dtype);
   const auto n = static_cast<uint64_t>(step.n), k = static_cast<uint64_t>(step.stored_k());
@@ -114,7 +127,11 @@ GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) 
     // compute its products exactly, and accumulate in fp32.
     MLPC_CUBLAS(cublasLtMatmulDescCreate(
         &p.desc, step.tf32x3 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
+    MLPC_ASSERT((!step.x_transposed && !step.w_transposed) ||
+                    (!step.tf32x3 && step.row_stride == 0),
+                "GEMM " + step.name + ": a transposed x or w is not read in K-chunks or TF32 parts");
+    const cublasOperation_t trans_a = step.w_transposed ? CUBLAS_OP_N : CUBLAS_OP_T,
+                            trans_b = step.x_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
     MLPC_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
                                                sizeof(trans_a)));
     MLPC_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
@@ -125,8 +142,14 @@ GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) 
     // The bias type is left at its default (-1): the D type for every kernel we use
     // (cublasLt.h, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE), i.e. our dtype.
     set_bias(step, p, nullptr);
-    MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, type, k, n, ld));
-    MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, type, k, m, ld));
+    if (step.w_transposed)
+      MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, type, n, k, static_cast<int64_t>(n)));
+    else
+      MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.a, type, k, n, ld));
+    if (step.x_transposed)
+      MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, type, m, k, static_cast<int64_t>(m)));
+    else
+      MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.b, type, k, m, ld));
     MLPC_CUBLAS(cublasLtMatrixLayoutCreate(&p.c, type, n, m, static_cast<int64_t>(n)));
 
     Preference pref;

@@ -78,8 +78,9 @@ class GemmLt {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;  // a: w, b: x, c (= d): y
     cublasLtMatmulAlgo_t algo{};
   };
-  // n, k, rows, dtype, epilogue, C enters (residual or accumulate), 3xTF32, stored row of x, w
-  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, bool, int64_t>;
+  // n, k, rows, dtype, epilogue, C enters (residual or accumulate), 3xTF32, stored row of x, w,
+  // x stored transposed, w stored transposed
+  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, bool, bool, int64_t, bool, bool>;
 
   Prepared& prepared(const codegen::GemmStep& step, int64_t rows);
   // Sets the desc's bias pointer (a 256-byte aligned stand-in when `bias` is null: heuristics

@@ -80,16 +80,18 @@ const char* epilogue_name(codegen::Epilogue e) {
 }
 
 std::string gemm_tuning_key(const GemmKey& k) {
-  return fmt::format("{}|{}|{}x{}x{}|{}|res{}|cublasLt{}{}{}", k.arch, ir::dtype_name(k.dtype),
+  return fmt::format("{}|{}|{}x{}x{}|{}|res{}|cublasLt{}{}{}{}{}", k.arch, ir::dtype_name(k.dtype),
                      k.rows, k.n, k.k, epilogue_name(k.epilogue), k.residual ? 1 : 0,
                      k.cublaslt_version, k.tf32x3 ? "|tf32x3" : "",
-                     k.ld > 0 ? fmt::format("|ld{}", k.ld) : "");
+                     k.ld > 0 ? fmt::format("|ld{}", k.ld) : "", k.x_transposed ? "|xT" : "",
+                     k.w_transposed ? "|wT" : "");
 }
 
 std::string gemm_tuning_key(const codegen::GemmStep& step, int64_t rows, const std::string& arch,
                             const std::string& cublaslt_version) {
   return gemm_tuning_key({arch, step.dtype, rows, step.n, step.k, step.epilogue,
-                          step.adds_c(), cublaslt_version, step.tf32x3, step.row_stride});
+                          step.adds_c(), cublaslt_version, step.tf32x3, step.row_stride,
+                          step.x_transposed, step.w_transposed});
 }
 
 std::string cublaslt_version() {

@@ -58,10 +58,13 @@ struct GemmKey {
   std::string cublaslt_version;  // "13.1.0"
   bool tf32x3 = false;  // an f32 GEMM as three TF32 products (codegen/tf32x3.h)
   int64_t ld = 0;  // x's and w's stored row when a K-chunk reads part of it (codegen/plan.h)
+  bool x_transposed = false;  // x stored [k, rows] (codegen/transposed_x_plan.h)
+  bool w_transposed = false;  // w stored [k, n]
 };
 
 // "sm_90|bf16|8192x3072x768|gelu_bias|res0|cublasLt13.1.0" (rows x n x k), then "|tf32x3" for a
-// 3xTF32 GEMM and "|ld12288" for a K-chunk of one. res1: C enters (a residual, or y itself).
+// 3xTF32 GEMM, "|ld12288" for a K-chunk of one, "|xT" for an x stored transposed and "|wT" for a
+// w stored so. res1: C enters (a residual, or y itself).
 std::string gemm_tuning_key(const GemmKey& k);
 // The key of `step` at `rows` rows: what the tuner, GemmBench and -O2's decisions all look up.
 std::string gemm_tuning_key(const codegen::GemmStep& step, int64_t rows, const std::string& arch,

@@ -95,6 +95,8 @@ TEST_CASE("GEMM tuning keys name every field", "[cache]") {
   vary([](GemmKey& k) { k.epilogue = codegen::Epilogue::ReluBias; });
   vary([](GemmKey& k) { k.residual = true; });
   vary([](GemmKey& k) { k.cublaslt_version = "13.0.2"; });
+  vary([](GemmKey& k) { k.x_transposed = true; });
+  vary([](GemmKey& k) { k.x_transposed = k.w_transposed = true; });
   std::set<std::string> keys{key};
   for (const GemmKey& k : variants) {
     std::string s = gemm_tuning_key(k);
@@ -102,6 +104,9 @@ TEST_CASE("GEMM tuning keys name every field", "[cache]") {
     CHECK(keys.insert(s).second);
   }
   CHECK(gemm_tuning_key(base) == key);  // deterministic
+  GemmKey transposed = base;
+  transposed.x_transposed = true;
+  CHECK(gemm_tuning_key(transposed) == key + "|xT");
 
   // The library version is the runtime's, "major.minor.patch".
   std::string v = cublaslt_version();

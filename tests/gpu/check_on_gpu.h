@@ -5,6 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "codegen/tf32x3_plan.h"
 #include "compiler/check.h"
 #include "compiler/compile.h"
@@ -27,6 +31,36 @@ inline void check_on_gpu(const ir::Graph& g, const CompiledGraph& c, int64_t bat
   Values values = random_values(g, batch, seed);
   std::vector<int64_t> rows = sample_rows(batch);
   check_rows_on_gpu(g, c, values, batch, rows, reference_on_rows(g, values, rows));
+}
+
+// `c` bound at `batch` and run twice (the second run replays its captured CUDA graph), then the
+// params `weights` set to new values and run again: the outputs match the reference on the new
+// values, so params derived from them (TF32 parts, transposes) follow. Returns the executor
+// and the values it holds, for more checks.
+struct Rebound {
+  std::unique_ptr<runtime::Executor> ex;
+  Values values;
+};
+inline Rebound check_new_weights_reach_graph(const ir::Graph& g, const CompiledGraph& c,
+                                             int64_t batch,
+                                             const std::vector<std::string>& weights) {
+  Rebound r{std::make_unique<runtime::Executor>(c.plan, c.cubins), random_values(g, batch, 1)};
+  bind_inputs_and_params(*r.ex, c.plan, r.values, batch);
+  r.ex->run();
+  r.ex->run();
+  REQUIRE(r.ex->uses_cuda_graph());
+  const Values other = random_values(g, batch, 2);
+  for (const std::string& w : weights) {
+    r.values[w] = other.at(w);
+    r.ex->set_tensor(w, r.values[w]);
+  }
+  r.ex->run();
+  const std::vector<int64_t> rows = sample_rows(batch);
+  const Check check = compare_rows(g, r.ex->outputs(), rows, reference_on_rows(g, r.values, rows),
+                                   codegen::needs_tf32x3_tolerance(c.plan));
+  INFO("max_abs_err " << check.max_abs_err);
+  CHECK(check.ok);
+  return r;
 }
 
 inline void check_eager_and_compiled(const ir::Graph& g, int64_t batch, uint64_t seed) {
