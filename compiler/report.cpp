@@ -44,8 +44,8 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
     f = {g->name, "gemm", {g->op}, g->ir_nodes};
     if (g->tf32x3) f.ops.push_back("tf32x3");  // three TF32 products (codegen/tf32x3.h)
     if (g->accumulate) f.ops.push_back("accumulate");  // a K-chunk adding to y
-    if (g->x_transposed) f.ops.push_back("x_transposed");  // codegen/transposed_x_plan.h
-    if (g->w_transposed) f.ops.push_back("w_transposed");
+    if (g->x_transposed) f.layout.push_back("x_transposed");  // codegen/transposed_x_plan.h
+    if (g->w_transposed) f.layout.push_back("w_transposed");
     f.generated = false;
     // What it reads of x and w (a K-chunk: its columns), y written (and read when adding to it).
     const double rows = static_cast<double>(p.buffers[g->x].type.shape.rows(batch));
@@ -64,7 +64,7 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
          : k.threads_per_row > 0 ? "reduction"
                                  : "pointwise",
          k.ops, k.ir_nodes};
-    if (k.transposed_store) f.ops.push_back("store_transposed");  // for a GEMM's x
+    if (k.transposed_store) f.layout.push_back("store_transposed");  // for a GEMM's x
     for (int i : k.inputs) f.bytes += p.buffers[i].bytes(batch);
     f.bytes += p.buffers[k.output].bytes(batch);
     if (k.gemm_k > 0)
@@ -89,6 +89,7 @@ nlohmann::json plan_json(const CompiledGraph& c, int64_t batch) {
     nlohmann::json k = {{"name", f.name}, {"kind", f.kind}, {"ops", f.ops},
                         {"ir_nodes", f.nodes}, {"bytes", f.bytes}};
     if (f.flops > 0) k["flops"] = f.flops;
+    if (!f.layout.empty()) k["layout"] = f.layout;
     if (auto* ks = std::get_if<KernelStep>(&s)) k["vector_width"] = ks->vec;
     kernels.push_back(std::move(k));
   }
@@ -126,8 +127,10 @@ std::string plan_text(const CompiledGraph& c, int64_t batch) {
   int i = 0;
   for (const codegen::Step& s : p.steps) {
     StepFacts f = step_facts(p, s, batch);
+    std::vector<std::string> what = f.ops;  // the ops, then how operands are stored
+    what.insert(what.end(), f.layout.begin(), f.layout.end());
     out += fmt::format("  {:>2}. {:<9} {:<32} {:<36} {:>9.2f} MB", i++, f.kind, f.name,
-                       fmt::format("{}", fmt::join(f.ops, "+")), f.bytes / 1e6);
+                       fmt::format("{}", fmt::join(what, "+")), f.bytes / 1e6);
     if (f.flops > 0) out += fmt::format("  {:.2f} GFLOP", f.flops / 1e9);
     out += "\n";
   }

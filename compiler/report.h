@@ -14,6 +14,9 @@ namespace mlpc {
 struct StepFacts {
   std::string name, kind;  // kind: "gemm" | "gated_gemm" | "pointwise" | "reduction"
   std::vector<std::string> ops, nodes;  // IR op names; IR value names it computes
+  // Operands stored transposed (codegen/transposed_x_plan.h): "x_transposed", "w_transposed"
+  // (a GEMM reads them so), "store_transposed" (a kernel writes its output so).
+  std::vector<std::string> layout;
   int64_t bytes = 0;  // device memory read + written at this batch
   double flops = 0;   // GEMMs only: 2 * rows * n * k (twice that for a gated GEMM)
   ir::DType dtype = ir::DType::F32;  // of its output
@@ -22,7 +25,8 @@ struct StepFacts {
 StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t batch);
 std::vector<StepFacts> plan_facts(const codegen::Plan& p, int64_t batch);
 
-// {"graph", "launches", "kernels": [{"name", "kind", "ops", ...}], "buffers", "passes", "fusion"}
+// {"graph", "launches", "kernels": [{"name", "kind", "ops", ["layout",] ...}], "buffers",
+// "passes", "fusion"}
 nlohmann::json plan_json(const CompiledGraph& c, int64_t batch);
 // One line per launch: kind, name, ops, shapes, bytes moved at `batch`.
 std::string plan_text(const CompiledGraph& c, int64_t batch);

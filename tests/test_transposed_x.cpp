@@ -92,8 +92,14 @@ TEST_CASE("transposed x: mlp3's GELU kernels store h1 and h2 transposed for fc2 
   CHECK(p.choices[1].why == "w transposed (--transposed-x on)");
   CHECK(p.choices[2].step == "gemm_fc3");
   CHECK(p.choices[3].step == "gemm_fc3");
-  // The layout is in the plan's JSON, buffer by buffer.
+  // The layout is in the plan's JSON, buffer by buffer and step by step (beside the IR ops).
   const nlohmann::json j = plan_json(c, 8192);
+  CHECK(j.at("kernels").at(1).at("ops") == nlohmann::json::array({"gelu"}));
+  CHECK(j.at("kernels").at(1).at("layout") == nlohmann::json::array({"store_transposed"}));
+  CHECK(j.at("kernels").at(2).at("ops") == nlohmann::json::array({"matmul_bias"}));
+  CHECK(j.at("kernels").at(2).at("layout") ==
+        nlohmann::json::array({"x_transposed", "w_transposed"}));
+  CHECK_FALSE(j.at("kernels").at(0).contains("layout"));
   for (const auto& b : j.at("buffers"))
     CHECK(b.at("layout") == (b.at("name") == "h1" || b.at("name") == "h2" ? "transposed"
                                                                           : "row-major"));
