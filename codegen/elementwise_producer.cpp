@@ -31,4 +31,14 @@ std::optional<ElementwiseProducer> elementwise_producer(const Plan& plan, const 
   return std::nullopt;
 }
 
+KernelStep regenerated(const Plan& plan, const ir::Graph& g, const ElementwiseProducer& producer,
+                       const PointwiseOptions& options) {
+  const auto& old = std::get<KernelStep>(plan.steps[producer.step]);
+  KernelStep k = generate_pointwise_kernel(g, *producer.region, options);
+  k.name = old.name;  // unique already
+  k.inputs = old.inputs;
+  k.output = old.output;
+  return k;
+}
+
 }  // namespace mlpc::codegen

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "codegen/plan.h"
+#include "codegen/pointwise_kernel.h"
 #include "ir/graph.h"
 
 namespace mlpc::codegen {
@@ -24,5 +25,10 @@ struct ElementwiseProducer {
 // was built from.
 std::optional<ElementwiseProducer> elementwise_producer(const Plan& plan, const ir::Graph& g,
                                                         int x);
+
+// The producer's kernel generated again with `options` (how it stores x), under the same name,
+// reading the same inputs and writing the same output buffer.
+KernelStep regenerated(const Plan& plan, const ir::Graph& g, const ElementwiseProducer& producer,
+                       const PointwiseOptions& options);
 
 }  // namespace mlpc::codegen

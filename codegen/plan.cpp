@@ -27,6 +27,43 @@ std::vector<int> step_buffers(const Step& s) {
   return out;
 }
 
+std::optional<std::string> layout_error(const Plan& plan) {
+  auto transposed = [&](int b) { return b >= 0 && plan.buffers[static_cast<size_t>(b)].transposed; };
+  for (const Step& s : plan.steps) {
+    if (const auto* g = std::get_if<GemmStep>(&s)) {
+      if (g->x_transposed != transposed(g->x) ||
+          (g->x_transposed && (g->tf32x3 || g->row_stride != 0)))
+        return "GEMM " + g->name + ": reads x in another layout than it is stored in";
+      // (A transposed w is a param derived from the weight in a compiled plan; the timing plans
+      // of -O2's decisions fill it with values of their own.)
+      if (g->w_transposed &&
+          (!g->x_transposed || plan.buffers[static_cast<size_t>(g->w)].role != BufferRole::Param))
+        return "GEMM " + g->name + ": a transposed w is a param, read with x transposed";
+      for (int b : {g->w, g->bias, g->residual, g->y})
+        if (transposed(b)) return "GEMM " + g->name + ": only x may be stored transposed";
+    } else {
+      const auto& k = std::get<KernelStep>(s);
+      if (k.transposed_store != transposed(k.output))
+        return "kernel " + k.name + ": stores its output in another layout than planned";
+      for (int i : k.inputs)
+        if (transposed(i)) return "kernel " + k.name + ": reads a buffer stored transposed";
+    }
+  }
+  for (const std::vector<int>* io : {&plan.inputs, &plan.outputs})
+    for (int i : *io)
+      if (transposed(i))
+        return "buffer " + plan.buffers[static_cast<size_t>(i)].name +
+               ": a graph's inputs and outputs are row-major";
+  for (const Buffer& b : plan.buffers) {
+    if (b.transpose_of < 0) continue;
+    std::vector<int64_t> dims = plan.buffers[static_cast<size_t>(b.transpose_of)].type.shape.dims;
+    std::reverse(dims.begin(), dims.end());
+    if (b.role != BufferRole::Param || b.type.shape.dims != dims)
+      return "param " + b.name + ": a transposed param is not its source's [k, n]";
+  }
+  return std::nullopt;
+}
+
 std::string take_unique_name(std::set<std::string>& taken, const std::string& base) {
   std::string name = base;
   for (int i = 2; !taken.insert(name).second; ++i) name = fmt::format("{}_{}", base, i);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <variant>
@@ -137,7 +138,6 @@ using Step = std::variant<GemmStep, KernelStep>;
 std::vector<int> step_buffers(const Step& s);
 std::vector<int*> step_buffer_refs(Step& s);
 
-
 struct LaunchDims {
   unsigned grid = 1, block = 256;
 };
@@ -167,6 +167,13 @@ struct Plan {
 // `base`, or the first of base_2, base_3, ... not in `taken`; it joins `taken`. Two values can
 // map to one identifier ("a.b" and "a_b"): kernel symbols are made unique with this.
 std::string take_unique_name(std::set<std::string>& taken, const std::string& base);
+
+// What is wrong with how `plan` stores its operands (codegen/transposed_x_plan.h), or nullopt: a
+// buffer stored transposed must be written by a transposed-store kernel and read only as the x
+// of GEMMs reading it so (never a 3xTF32 GEMM or a K-chunk); a transposed w is a param read with
+// a transposed x; a param derived as a transpose is its source's [k, n]; a graph's inputs and
+// outputs are row-major. Buffer indices must be valid. The executor and the fuzz targets check it.
+std::optional<std::string> layout_error(const Plan& plan);
 
 // Drops the intermediate buffers no step reads or writes, renumbering the rest.
 void drop_unused_buffers(Plan& plan);

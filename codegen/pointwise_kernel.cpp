@@ -122,6 +122,7 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
 
   KernelStep k;
   k.name = fused.symbol;
+  k.tf32x3_store = split;
   k.row_len = space.last();
 
   // Operands: full tensors over the iteration space, row vectors indexed by column, or wider
@@ -237,9 +238,6 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
     }
     return std::string(at);
   };
-  std::vector<std::string> scalar_args;
-  for (const Load& l : loads)
-    scalar_args.push_back(fmt::format("mlpc_to_float(in{}[{}])", l.input, index(l, "e")));
   if (transposed) {
     std::string vec_loads;
     std::vector<std::string> lanes;
@@ -252,10 +250,13 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
                                  fmt::format("{}_element({})", k.name, fmt::join(lanes, ", ")),
                                  tile);
     k.transposed_store = true;
-    k.transpose_tile = tile;
+    k.transpose_tile = tile;  // the one it fell back to, where it did
     k.source = std::move(src);
     return k;
   }
+  std::vector<std::string> scalar_args;
+  for (const Load& l : loads)
+    scalar_args.push_back(fmt::format("mlpc_to_float(in{}[{}])", l.input, index(l, "e")));
   std::string scalar_stmt =
       split ? fmt::format("{{ const float y = {}_element({}); mlpc_store_tf32x3<1>(out, e, kRowLen, "
                           "kChunk, &y); }}", k.name, fmt::join(scalar_args, ", "))

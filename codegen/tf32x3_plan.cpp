@@ -52,7 +52,6 @@ KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3, int
   k.ops = {"split_tf32x3"};
   k.inputs = {x};
   k.output = x3;
-  k.tf32x3_store = true;
   return k;
 }
 
@@ -120,12 +119,8 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
                                    .split_chunk = chunk});
       if (auto p = elementwise_producer(plan, g, gemm->x)) {
         auto& old = std::get<KernelStep>(trial.steps[p->step]);
-        KernelStep k = generate_pointwise_kernel(
-            g, *p->region, {.tf32x3_store = true, .tf32x3_chunk = chunk});
-        k.name = old.name;  // unique already
-        k.inputs = old.inputs;
+        KernelStep k = regenerated(plan, g, *p, {.tf32x3_store = true, .tf32x3_chunk = chunk});
         k.output = split.x;
-        k.tf32x3_store = true;
         replaced.insert(replaced.begin(), old);
         rewritten.push_back(k);
         old = std::move(k);

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "codegen/elementwise_producer.h"
-#include "codegen/pointwise_kernel.h"
 
 namespace mlpc::codegen {
 namespace {
@@ -52,13 +51,9 @@ void apply_transposed_x(Plan& plan, const ir::Graph& g, const TransposedXDecider
     const auto producer = elementwise_producer(plan, g, gemm->x);
     if (!producer) continue;
     Plan trial = plan;
-    auto& old_kernel = std::get<KernelStep>(trial.steps[producer->step]);
-    KernelStep k = generate_pointwise_kernel(g, *producer->region, {.transposed_store = true});
-    k.name = old_kernel.name;  // unique already
-    k.inputs = old_kernel.inputs;
-    k.output = old_kernel.output;
-    const std::vector<Step> replaced{old_kernel, *gemm};
-    old_kernel = k;
+    const KernelStep k = regenerated(plan, g, *producer, {.transposed_store = true});
+    const std::vector<Step> replaced{plan.steps[producer->step], *gemm};
+    trial.steps[producer->step] = k;
     auto& new_gemm = std::get<GemmStep>(trial.steps[i]);
     new_gemm.x_transposed = true;
     trial.buffers[static_cast<size_t>(gemm->x)].transposed = true;

@@ -326,21 +326,24 @@ codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cac
   };
 }
 
+namespace {
+
+// What a transposed-x decision says it kept when it does not take the rewrite.
+const char* kept_layout(bool weight) { return weight ? "w [n, k]" : "x row-major"; }
+
+}  // namespace
+
 codegen::KernelChoice decide_transposed_x(double transposed_us, double row_major_us,
                                           int64_t rows, bool weight) {
-  const char* kept = weight ? "w kept [n, k]" : "x kept row-major";
   if (!(transposed_us > 0 && row_major_us > 0))
-    return {false, fmt::format("could not time both ({})", kept)};
+    return {false, weight ? "could not time both (w kept [n, k])"
+                          : "could not time both (x kept row-major)"};
   const bool use = transposed_us < row_major_us * (1.0 - kTransposedXMinGain);
-  if (weight)
-    return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.1f} us with w stored "
-                             "transposed too vs {:.1f} us with x alone (x's kernel and the GEMM)",
-                             use ? "w transposed" : "w [n, k]", rows, transposed_us,
-                             row_major_us)};
-  return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.1f} us with x stored "
-                           "transposed vs {:.1f} us row-major (x's kernel and the GEMM)",
-                           use ? "x transposed" : "x row-major", rows, transposed_us,
-                           row_major_us)};
+  return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.1f} us with {} stored "
+                           "transposed{} vs {:.1f} us {} (x's kernel and the GEMM)",
+                           use ? (weight ? "w transposed" : "x transposed") : kept_layout(weight),
+                           rows, transposed_us, weight ? "w" : "x", weight ? " too" : "",
+                           row_major_us, weight ? "with x alone" : "row-major")};
 }
 
 codegen::TransposedXDecider transposed_x_decider(TransposedX mode, int64_t rows, bool use_cache) {
@@ -367,8 +370,7 @@ codegen::TransposedXDecider transposed_x_decider(TransposedX mode, int64_t rows,
       return decide_transposed_x(us[1], us[0], rows, weight);
     } catch (const Error& e) {  // a measurement that fails leaves x (or w) as it was
       return codegen::KernelChoice{
-          false, fmt::format("{}: could not time: {}", weight ? "w [n, k]" : "x row-major",
-                             e.what())};
+          false, fmt::format("{}: could not time: {}", kept_layout(weight), e.what())};
     }
   };
 }

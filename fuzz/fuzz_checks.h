@@ -6,7 +6,6 @@
 // property throws std::logic_error, which libFuzzer reports as a crash and Catch as a failure.
 #pragma once
 
-#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -157,31 +156,8 @@ inline void check_pipeline(std::string_view text) {
         }
         write(bufs.back());
       }
-      // A buffer stored transposed is written by a transposed-store kernel and read by GEMMs
-      // that read their x so, and by nothing else; a transposed weight is its source's [k, n].
-      for (const codegen::Step& s : plan.steps) {
-        const std::vector<int> bufs = codegen::step_buffers(s);
-        const auto* gm = std::get_if<codegen::GemmStep>(&s);
-        const auto* k = std::get_if<codegen::KernelStep>(&s);
-        for (size_t i = 0; i < bufs.size(); ++i) {
-          if (bufs[i] < 0 || !plan.buffers[bufs[i]].transposed) continue;
-          const bool ok = i + 1 == bufs.size() ? k && k->transposed_store
-                                               : gm && gm->x_transposed && bufs[i] == gm->x;
-          if (!ok) broken("a transposed buffer is read or written row-major: " +
-                          plan.buffers[bufs[i]].name);
-        }
-        if (k && k->transposed_store && !plan.buffers[k->output].transposed)
-          broken("a transposed-store kernel writes a row-major buffer: " + k->name);
-        if (gm && gm->x_transposed && !plan.buffers[gm->x].transposed)
-          broken("a GEMM reads a row-major x as transposed: " + gm->name);
-      }
-      for (const codegen::Buffer& b : plan.buffers) {
-        if (b.transpose_of < 0) continue;
-        std::vector<int64_t> dims = plan.buffers[b.transpose_of].type.shape.dims;
-        std::reverse(dims.begin(), dims.end());
-        if (b.role != codegen::BufferRole::Param || b.type.shape.dims != dims)
-          broken("a transposed param is not its source's [k, n]: " + b.name);
-      }
+      // Buffers stored transposed are written and read so (the executor's own check).
+      if (const auto e = codegen::layout_error(plan)) broken("operand layouts: " + *e);
       // A derived param (3xTF32 parts) names a param [n, k] and is [n, 3k] itself.
       for (const codegen::Buffer& b : plan.buffers) {
         if (b.split_of < 0) continue;

@@ -52,17 +52,6 @@ void check_plan(const codegen::Plan& plan) {
                                            : std::vector<int64_t>({g->n, g->stored_row()})) &&
                       g->k_begin >= 0 && g->k_begin + g->stored_k() <= g->stored_row(),
                   "GEMM " + g->name + ": buffer shapes do not match n, k");
-      MLPC_ASSERT(g->x_transposed == plan.buffers[g->x].transposed &&
-                      (!g->x_transposed || (!g->tf32x3 && g->row_stride == 0)),
-                  "GEMM " + g->name + ": reads x in another layout than it is stored in");
-      // (A transposed w is a param derived from the weight in a compiled plan; the timing plans
-      // of -O2's decisions fill it with values of their own.)
-      MLPC_ASSERT(!g->w_transposed || (g->x_transposed && plan.buffers[g->w].role ==
-                                                              codegen::BufferRole::Param),
-                  "GEMM " + g->name + ": a transposed w is a param, read with x transposed");
-      for (int b : {g->w, g->bias, g->residual, g->y})
-        MLPC_ASSERT(b < 0 || !plan.buffers[b].transposed,
-                    "GEMM " + g->name + ": only x may be stored transposed");
       MLPC_ASSERT(!g->accumulate || g->residual == -1,
                   "GEMM " + g->name + ": adds to its output and a residual");
       MLPC_ASSERT(x.dtype == g->dtype && w.dtype == g->dtype && y.dtype == g->dtype,
@@ -90,11 +79,6 @@ void check_plan(const codegen::Plan& plan) {
       const auto& k = std::get<codegen::KernelStep>(step);
       MLPC_ASSERT(valid(k.output), "kernel " + k.name + ": bad output buffer");
       for (int i : k.inputs) MLPC_ASSERT(valid(i), "kernel " + k.name + ": bad input buffer");
-      MLPC_ASSERT(k.transposed_store == plan.buffers[k.output].transposed,
-                  "kernel " + k.name + ": stores its output in another layout than planned");
-      for (int i : k.inputs)
-        MLPC_ASSERT(!plan.buffers[i].transposed,
-                    "kernel " + k.name + ": reads a buffer stored transposed");
       if (k.gated) {
         MLPC_ASSERT(k.inputs.size() == 3 && k.gemm_k > 0 && k.smem_bytes > 0,
                     "gated GEMM " + k.name + ": needs x, wg, wu, K and its shared memory");
@@ -109,10 +93,8 @@ void check_plan(const codegen::Plan& plan) {
     }
   }
   for (int i : plan.outputs) MLPC_ASSERT(valid(i), "plan output: bad buffer");
-  for (const std::vector<int>* io : {&plan.inputs, &plan.outputs})
-    for (int i : *io)
-      MLPC_ASSERT(!plan.buffers[i].transposed,
-                  "buffer " + plan.buffers[i].name + ": a graph's inputs and outputs are row-major");
+  const std::optional<std::string> layout = codegen::layout_error(plan);
+  MLPC_ASSERT(!layout, layout.value_or(""));
 }
 
 void warn_graph_once(const std::string& what) {
