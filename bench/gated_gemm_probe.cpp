@@ -66,6 +66,9 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
   void* dw = upload(w);
   void* dy = nullptr;
   MLPC_CUDA(cudaMalloc(&dy, size_t(s.rows) * s.n * 2));
+  void* ws = nullptr;
+  MLPC_CUDA(cudaMalloc(&ws, codegen::gated_gemm_workspace_bytes(sms)));
+  MLPC_CUDA(cudaMemset(ws, 0, codegen::gated_gemm_workspace_bytes(sms)));
   const double flops = 2.0 * s.rows * 2.0 * s.n * s.k;
   const double lt = bench.best_us(s.rows, 2 * s.n, s.k, ir::DType::BF16);
   const double copy = bench.copy_us(int64_t(s.rows) * s.n * 2 * 3 / 2);
@@ -84,6 +87,7 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     std::string helpers;
     const char* combine;
     bool k_loop_rolled = false;  // the 4 WGMMAs of a k-slice in a loop (a shorter ptxas run)
+    int max_splits = 0;          // tail tiles split along k into at most this (0: -O2's rule)
   };
   const char* gelu = "return mlpc_gelu_tanh(g) * u;";
   const std::string fast = codegen::gated_combine_helper(ir::Op::GeluTanh);
@@ -93,11 +97,17 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
       "  const float z = 0.79788456080286536f * (x + 0.044715f * x * x * x);\n"
       "  return __fdividef(x, 1.0f + __expf(-2.0f * z));\n}\n";
   std::vector<Variant> variants = {
-      {"3 stages (as -O2 builds it)", {3}, fast, gelu},
-      {"3 stages, gelu_tanh through __expf and __fdividef", {3}, intrinsics, gelu},
-      {"3 stages, k-loop rolled", {3}, fast, gelu, true},
-      {"4 stages", {4}, fast, gelu},
-      {"3 stages, gelu_tanh through tanhf", {3}, libm, gelu}};
+      {"3 stages, epilogue workers (as -O2 builds it)", {3, true}, fast, gelu},
+      {"3 stages, epilogue workers, tail not split", {3, true}, fast, gelu, false, 1},
+      {"3 stages, epilogue workers, tail in up to 3 k-ranges", {3, true}, fast, gelu, false, 3},
+      {"3 stages, epilogue workers, tail in up to 8 k-ranges", {3, true}, fast, gelu, false, 8},
+      {"3 stages, consumers combine, tail not split (before 2026-12-04 22:00)", {3, false}, fast, gelu, false, 1},
+      {"2 stages, epilogue workers", {2, true}, fast, gelu},
+      {"3 stages, consumers combine", {3, false}, fast, gelu},
+      {"4 stages, consumers combine", {4, false}, fast, gelu},
+      {"3 stages, epilogue workers, gelu_tanh through __expf and __fdividef", {3, true}, intrinsics, gelu},
+      {"3 stages, epilogue workers, gelu_tanh through tanhf", {3, true}, libm, gelu},
+      {"3 stages, epilogue workers, k-loop rolled", {3, true}, fast, gelu, true}};
   for (const Variant& v : variants) {
     const codegen::GatedGemmConfig& cfg = v.cfg;
     const std::string name = "mlpc_gated";
@@ -113,8 +123,9 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     const int smem = codegen::gated_gemm_smem_bytes(cfg);
     MLPC_CUDA(cudaKernelSetAttributeForDevice(kernel.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem, 0));
     int rows = s.rows, n = s.n, k = s.k;
-    void* args[] = {(void*)&tx, (void*)&tg, (void*)&tu, (void*)&ty, &rows, &n, &k};
-    const int grid = static_cast<int>(codegen::gated_gemm_grid(s.rows, s.n, sms));
+    int max_splits = v.max_splits > 0 ? v.max_splits : codegen::gated_gemm_max_splits(s.k);
+    void* args[] = {(void*)&tx, (void*)&tg, (void*)&tu, (void*)&ty, &rows, &n, &k, &max_splits, &ws};
+    const int grid = static_cast<int>(codegen::gated_gemm_grid(s.rows, s.n, max_splits, sms));
     auto launch = [&] {
       MLPC_CUDA(cudaLaunchKernel(kernel.func(), dim3(grid), dim3(codegen::kGatedThreads), args,
                                  smem, nullptr));
@@ -125,7 +136,11 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     int bad = 0;
     for (int i = 0; i < 4096; ++i) {
       const int r = i < 8 ? (i % 2 ? s.rows - 1 : 0) : int(rng() % s.rows);
-      const int c = i < 8 ? (i / 2 % 2 ? s.n - 1 : 0) : int(rng() % s.n);
+      // a quarter of the samples in the last two column tiles: at Llama's shape the tile order
+      // puts the last round's (split) tiles there
+      const int last = std::min(s.n, 2 * codegen::kGatedTileRows);
+      const int c = i < 8 ? (i / 2 % 2 ? s.n - 1 : 0)
+                          : i % 4 == 0 ? s.n - 1 - int(rng() % last) : int(rng() % s.n);
       double g = 0, u = 0;
       for (int kk = 0; kk < s.k; ++kk) {
         const double xv = bf16_value(x[size_t(r) * s.k + kk]);
@@ -140,14 +155,15 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
       }
     }
     const double us = bench::median_launch_us(launch);
-    fmt::print("  gated kernel, {} ({} KiB smem, grid {}): {:.1f} us ({:.0f} TFLOP/s), "
+    fmt::print("  gated kernel, {} ({} KiB smem, grid {}, max splits {}): {:.1f} us ({:.0f} TFLOP/s), "
                "{:.3f} of cuBLASLt+copy; sampled error {:.4f}, {} of 4096 bad; NVRTC {:.0f} ms\n",
-               v.what, smem / 1024, grid, us, flops / us * 1e-6, us / (lt + copy), worst, bad,
+               v.what, smem / 1024, grid, max_splits, us, flops / us * 1e-6, us / (lt + copy), worst, bad,
                kernel.build_ms);
   }
   cudaFree(dx);
   cudaFree(dw);
   cudaFree(dy);
+  cudaFree(ws);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace mlpc::codegen {
 namespace {
 
 constexpr int kStageBytes = (kGatedTileRows + 2 * kGatedTileRows) * kGatedTileK * 2;
-constexpr int kOutBytes = kGatedTileRows * kGatedTileRows * 2;  // both warpgroups' results
+constexpr int kOutBytes = kGatedTileRows * kGatedTileRows * 2;  // one 16-bit [128, 128] tile
 
 // The kernel, with $-tokens filled in by generate_gated_gemm_source. Written once by hand; the
 // only generated parts are the types, the ring depth, the combine function and the WGMMA
@@ -39,6 +39,46 @@ constexpr int kOutRows = $OUTROWS;                // rows of y per warpgroup and
 constexpr int kOutBoxBytes = kOutRows * 64 * 2;   // 64 columns: 128-byte swizzle rows
 constexpr int kGroupM = $GROUPM;
 constexpr unsigned kConsumerWarps = 8;            // arrivals that free a stage
+constexpr int kTileBytes = kRows * kRows * 2;     // a 16-bit [kRows, kRows] tile in 4 store boxes
+// Epilogue workers: the producer warpgroup's warps 1-3 combine g and u, which the consumers
+// hand over through shared memory as 16-bit values, while the consumers go on to the next tile.
+constexpr bool kWorkers = $WORKERS;
+constexpr int kWorkerThreads = 96;
+constexpr int kCounterFloats = $COUNTERS;         // the workspace's tail-tile counters
+
+// A block's work units: whole tiles blockIdx.x, + gridDim.x, ..., then, when the last round
+// would leave most blocks idle, one k-range of a tail tile (each tail tile split into `splits`
+// ranges, one per block, at most max_splits: the last split to finish reads the others' partial
+// sums, so more splits cost it more reads).
+struct MlpcUnit {
+  int tile, k0, k1, split, splits;
+};
+struct MlpcWork {
+  int tiles, ktiles, splits, tail_first;
+  __device__ MlpcWork(int tiles_, int ktiles_, int max_splits) : tiles(tiles_), ktiles(ktiles_) {
+    const int tail = tiles % gridDim.x;
+    splits = tail ? min(static_cast<int>(gridDim.x) / tail, max_splits) : 1;
+    if (splits < 2) splits = 1;
+    tail_first = splits > 1 ? tiles - tail : tiles;
+  }
+  __device__ bool unit(int i, MlpcUnit& u) const {
+    const int t = blockIdx.x + i * gridDim.x;
+    if (t < tail_first) {
+      u = {t, 0, ktiles, 0, 1};
+      return true;
+    }
+    const int v = t - tail_first;  // blockIdx.x in the round after the whole tiles
+    if (splits == 1 || v >= (tiles - tail_first) * splits) return false;
+    u.tile = tail_first + v / splits;
+    u.split = v % splits;
+    u.splits = splits;
+    u.k0 = u.split * ktiles / splits;
+    u.k1 = (u.split + 1) * ktiles / splits;
+    return true;
+  }
+  // Where a tail unit's partial sums go in the workspace.
+  __device__ int slot(const MlpcUnit& u) const { return (u.tile - tail_first) * splits + u.split; }
+};
 
 __device__ __forceinline__ unsigned mlpc_smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -104,6 +144,13 @@ __device__ __forceinline__ void mlpc_tile_coords(int tile, int tiles_m, int tile
   mb = first + r % size;
   nb = r / size;
 }
+// Where consumer warpgroup c's fragment columns j*8 + 2*(lane%4) (+1) of its row r go in a
+// tile's four 64 x 64 boxes: box c * 2 + j / 8, 16-byte chunk j % 8 XOR r % 8 (the 128-byte
+// swizzle the TMA store expects).
+__device__ __forceinline__ unsigned mlpc_fragment_offset(int c, int j, int r, int lane) {
+  const unsigned chunk = static_cast<unsigned>((j % 8) ^ (r % 8));
+  return (c * 2 + j / 8) * kOutBoxBytes + r * 128 + chunk * 16 + (lane % 4) * 4;
+}
 // Two results as one 4-byte shared-memory store.
 __device__ __forceinline__ void mlpc_store2_shared(unsigned addr, float a, float b) {
   unsigned v;  // a in the low half, b in the high half, each rounded to nearest even
@@ -118,9 +165,42 @@ __device__ __forceinline__ void mlpc_tma_store(const MlpcTmaDesc* desc, int c0, 
                "r"(c0), "r"(c1), "r"(src)
                : "memory");
 }
-// Named barrier of one consumer warpgroup (ids 1 and 2; 0 is __syncthreads).
+// Named barrier of one consumer warpgroup (ids 1 and 2; 0 is __syncthreads; 3 the workers').
 __device__ __forceinline__ void mlpc_wg_sync(int c) {
   asm volatile("bar.sync %0, 128;" ::"r"(c + 1) : "memory");
+}
+// Named barrier of both consumer warpgroups.
+__device__ __forceinline__ void mlpc_consumers_sync() {
+  asm volatile("bar.sync 4, 256;" ::: "memory");
+}
+// The two 16-bit halves of a shared-memory word, as floats.
+__device__ __forceinline__ void mlpc_unpack2(unsigned v, float& a, float& b) {
+  asm("{\n .reg .b16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.f32.$WGTYPE %0, lo;\n"
+      " cvt.f32.$WGTYPE %1, hi;\n}\n"
+      : "=f"(a), "=f"(b)
+      : "r"(v));
+}
+__device__ __forceinline__ unsigned mlpc_pack2(float a, float b) {
+  unsigned v;
+  asm("cvt.rn.$PAIR.f32 %0, %2, %1;" : "=r"(v) : "f"(a), "f"(b));
+  return v;
+}
+__device__ __forceinline__ unsigned mlpc_combine2(unsigned g, unsigned u) {
+  float g0, g1, u0, u1;
+  mlpc_unpack2(g, g0, g1);
+  mlpc_unpack2(u, u0, u1);
+  return mlpc_pack2(mlpc_gate_combine(g0, u0), mlpc_gate_combine(g1, u1));
+}
+// Stores a [kRows, kRows] tile from shared memory at src (four 64 x 64 boxes, row block-major)
+// to rows mb * kRows and columns nb * kRows of y, and waits until the boxes have been read.
+__device__ __forceinline__ void mlpc_store_tile(const MlpcTmaDesc* desc, int mb, int nb,
+                                                unsigned src) {
+#pragma unroll
+  for (int b = 0; b < 4; ++b)
+    mlpc_tma_store(desc, nb * kRows + (b % 2) * 64, mb * kRows + (b / 2) * kOutRows,
+                   src + b * kOutBoxBytes);
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
 }  // namespace
@@ -128,33 +208,72 @@ __device__ __forceinline__ void mlpc_wg_sync(int c) {
 extern "C" __global__ void __launch_bounds__(384, 1)
 $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDesc tg,
       const __grid_constant__ MlpcTmaDesc tu, const __grid_constant__ MlpcTmaDesc ty, int rows,
-      int n, int k) {
+      int n, int k, int max_splits, float* ws) {
   extern __shared__ unsigned char mlpc_dyn_smem[];
-  __shared__ __align__(8) unsigned long long bars[2 * kStages];
+  __shared__ __align__(8) unsigned long long bars[2 * kStages + 2];
+  __shared__ int handed_tile, split_last;
   const unsigned base = (mlpc_smem_addr(mlpc_dyn_smem) + 1023u) & ~1023u;
   const unsigned full0 = mlpc_smem_addr(&bars[0]);
   const unsigned empty0 = mlpc_smem_addr(&bars[kStages]);
+  // the handed-over tile: g's boxes (then the results, in place), u's boxes
+  const unsigned graw = base + kStages * kStageBytes, uraw = graw + kTileBytes;
+  const unsigned raw_full = mlpc_smem_addr(&bars[2 * kStages]);
+  const unsigned raw_empty = mlpc_smem_addr(&bars[2 * kStages + 1]);
   const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mlpc_mbar_init(full0 + 8 * s, 1);
       mlpc_mbar_init(empty0 + 8 * s, kConsumerWarps);
     }
+    mlpc_mbar_init(raw_full, kConsumerWarps);
+    mlpc_mbar_init(raw_empty, 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
   const int tiles_m = (rows + kRows - 1) / kRows, tiles_n = (n + kRows - 1) / kRows;
   const int tiles = tiles_m * tiles_n, ktiles = (k + kK - 1) / kK;
+  const MlpcWork work(tiles, ktiles, max_splits);
 
   if (wg == 0) {  // producer: one thread issues every TMA load
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (kWorkers && t >= 32) {  // epilogue workers: store each tile the consumers hand over
+      const int w = t - 32;
+      for (unsigned phase = 0;; phase ^= 1) {
+        mlpc_mbar_wait(raw_full, phase);
+        const int tile = handed_tile;
+        if (tile < 0) break;  // the consumers have no more tiles
+        int mb, nb;
+        mlpc_tile_coords(tile, tiles_m, tiles_n, mb, nb);
+        // g and u of an element sit at the same offset of their boxes; the result replaces g
+        for (int q = w; q < kTileBytes / 16; q += kWorkerThreads) {
+          unsigned g0, g1, g2, g3, u0, u1, u2, u3;
+          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                       : "=r"(g0), "=r"(g1), "=r"(g2), "=r"(g3) : "r"(graw + q * 16) : "memory");
+          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                       : "=r"(u0), "=r"(u1), "=r"(u2), "=r"(u3) : "r"(uraw + q * 16) : "memory");
+          asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(graw + q * 16),
+                       "r"(mlpc_combine2(g0, u0)), "r"(mlpc_combine2(g1, u1)),
+                       "r"(mlpc_combine2(g2, u2)), "r"(mlpc_combine2(g3, u3))
+                       : "memory");
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the TMA unit
+        asm volatile("bar.sync 3, %0;" ::"n"(kWorkerThreads) : "memory");
+        if (w == 0) {
+          mlpc_store_tile(&ty, mb, nb, graw);
+          mlpc_mbar_arrive(raw_empty);  // the boxes are free for the next hand-over
+        }
+      }
+      if (w == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+      return;
+    }
     if (t != 0) return;
     int s = 0;
     unsigned phase = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    MlpcUnit unit;
+    for (int i = 0; work.unit(i, unit); ++i) {
       int mb, nb;
-      mlpc_tile_coords(tile, tiles_m, tiles_n, mb, nb);
-      for (int kt = 0; kt < ktiles; ++kt) {
+      mlpc_tile_coords(unit.tile, tiles_m, tiles_n, mb, nb);
+      for (int kt = unit.k0; kt < unit.k1; ++kt) {
         mlpc_mbar_wait(empty0 + 8 * s, phase ^ 1);
         const unsigned full = full0 + 8 * s, a = base + s * kStageBytes, b = a + kABytes;
         mlpc_mbar_expect_tx(full, kStageBytes);
@@ -169,15 +288,16 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
 
   // consumers: warpgroup c owns rows [64c, 64c + 64) of each tile
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-  const int c = wg - 1, lane = t % 32;
+  const int c = wg - 1, lane = t % 32, ct = threadIdx.x - 128;
   float d[128];
   int s = 0;
-  unsigned phase = 0;
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  unsigned phase = 0, raw_phase = 0;
+  MlpcUnit unit;
+  for (int i = 0; work.unit(i, unit); ++i) {
     int mb, nb;
-    mlpc_tile_coords(tile, tiles_m, tiles_n, mb, nb);
+    mlpc_tile_coords(unit.tile, tiles_m, tiles_n, mb, nb);
     int prev = -1;
-    for (int kt = 0; kt < ktiles; ++kt) {
+    for (int kt = unit.k0; kt < unit.k1; ++kt) {
       mlpc_mbar_wait(full0 + 8 * s, phase);
       const unsigned a = base + s * kStageBytes + c * (64 * kK * 2);
       const unsigned b = base + s * kStageBytes + kABytes;
@@ -185,7 +305,7 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
       asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
       for (int kk = 0; kk < kK / 16; ++kk)
-        mlpc_wgmma(d, mlpc_wgmma_desc(a + kk * 32), mlpc_wgmma_desc(b + kk * 32), kt > 0 || kk > 0);
+        mlpc_wgmma(d, mlpc_wgmma_desc(a + kk * 32), mlpc_wgmma_desc(b + kk * 32), kt > unit.k0 || kk > 0);
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       // keep one k-slice in flight: the previous slice's WGMMAs are done, so its stage is free
       asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
@@ -198,13 +318,70 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
     mlpc_fence_acc(d);
     if (prev >= 0 && lane == 0) mlpc_mbar_arrive(empty0 + 8 * prev);
 
+    if (unit.splits > 1) {
+      // A k-range of a tail tile: every split writes its partial sums; the last to finish adds
+      // the others' to its own and goes on to the epilogue. Nobody waits for anybody.
+      float4* parts = reinterpret_cast<float4*>(ws + kCounterFloats);
+      unsigned* counters = reinterpret_cast<unsigned*>(ws);
+      const int slot = work.slot(unit);
+#pragma unroll
+      for (int q = 0; q < 32; ++q)
+        __stcg(&parts[(static_cast<size_t>(slot) * 32 + q) * 256 + ct],
+               make_float4(d[4 * q], d[4 * q + 1], d[4 * q + 2], d[4 * q + 3]));
+      __threadfence();
+      mlpc_consumers_sync();
+      if (ct == 0) {
+        const unsigned done = atomicAdd(&counters[unit.tile - work.tail_first], 1u);
+        split_last = done == static_cast<unsigned>(unit.splits - 1);
+        if (split_last) counters[unit.tile - work.tail_first] = 0;  // ready for the next launch
+      }
+      mlpc_consumers_sync();
+      if (!split_last) continue;
+      __threadfence();
+      // Summed in split order from the workspace, its own partial sums included, whichever
+      // split finishes last: results repeat bit for bit.
+      const float4* part = parts + static_cast<size_t>(slot - unit.split) * 32 * 256 + ct;
+#pragma unroll
+      for (int q = 0; q < 32; ++q) {
+        const float4 p = __ldcg(&part[q * 256]);
+        d[4 * q] = p.x, d[4 * q + 1] = p.y, d[4 * q + 2] = p.z, d[4 * q + 3] = p.w;
+      }
+      for (int other = 1; other < unit.splits; ++other) {
+        part += 32 * 256;
+#pragma unroll
+        for (int q = 0; q < 32; ++q) {
+          const float4 p = __ldcg(&part[q * 256]);
+          d[4 * q] += p.x, d[4 * q + 1] += p.y, d[4 * q + 2] += p.z, d[4 * q + 3] += p.w;
+        }
+      }
+    }
+
     // epilogue: fragment column j*8 + 2*(lane%4) (+1) of rows lane/4 and lane/4 + 8 of this
     // warp's 16; gate columns 0..127, up columns 128..255. Results go to this warpgroup's two
-    // 64 x 64 boxes, 16-byte chunk index XOR row % 8 (the 128-byte swizzle the store expects).
-    const unsigned out = base + kStages * kStageBytes + c * 2 * kOutBoxBytes;
+    // 64 x 64 boxes (mlpc_fragment_offset).
+    const int r0 = (t / 32) * 16 + lane / 4;
+    if (kWorkers) {  // hand g and u over as 16-bit values; the workers combine and store them
+      mlpc_mbar_wait(raw_empty, raw_phase ^ 1);
+      raw_phase ^= 1;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = r0 + 8 * h;
+          const int g = 4 * j + 2 * h, u = 4 * (j + 16) + 2 * h;
+          const unsigned at = mlpc_fragment_offset(c, j, r, lane);
+          mlpc_store2_shared(graw + at, d[g], d[g + 1]);
+          mlpc_store2_shared(uraw + at, d[u], d[u + 1]);
+        }
+      }
+      if (ct == 0) handed_tile = unit.tile;
+      __syncwarp();
+      if (lane == 0) mlpc_mbar_arrive(raw_full);
+      continue;
+    }
+    const unsigned out = graw + c * 2 * kOutBoxBytes;  // this warpgroup's two boxes
     if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     mlpc_wg_sync(c);  // the previous tile's store has read the boxes
-    const int r0 = (t / 32) * 16 + lane / 4;
 #pragma unroll
     for (int j = 0; j < 16; ++j) {
 #pragma unroll
@@ -213,8 +390,7 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
         const int g = 4 * j + 2 * h, u = 4 * (j + 16) + 2 * h;
         const float v0 = mlpc_gate_combine(d[g], d[u]);
         const float v1 = mlpc_gate_combine(d[g + 1], d[u + 1]);
-        const unsigned chunk = static_cast<unsigned>((j % 8) ^ (r % 8));
-        mlpc_store2_shared(out + (j / 8) * kOutBoxBytes + r * 128 + chunk * 16 + (lane % 4) * 4, v0, v1);
+        mlpc_store2_shared(graw + mlpc_fragment_offset(c, j, r, lane), v0, v1);
       }
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the TMA unit
@@ -225,6 +401,12 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
       mlpc_tma_store(&ty, col + 64, row, out + kOutBoxBytes);
       asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     }
+  }
+  if (kWorkers) {  // tell the workers there is nothing more
+    mlpc_mbar_wait(raw_empty, raw_phase ^ 1);
+    if (ct == 0) handed_tile = -1;
+    __syncwarp();
+    if (lane == 0) mlpc_mbar_arrive(raw_full);
   }
   if (t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
@@ -237,14 +419,29 @@ void replace_all(std::string& s, const std::string& token, const std::string& va
 
 }  // namespace
 
-unsigned gated_gemm_grid(int64_t rows, int64_t n, int sm_count) {
+int gated_gemm_max_splits(int64_t k) {
+  // A split of s k-slices saves the last round (ktiles - ktiles / splits) slices and costs its
+  // last finisher (splits - 1) partial-sum reads of 128 KiB, each about two slices' time: at
+  // most splits with splits * splits * 2 <= ktiles (Llama's K = 4096: 5; the article's 768: 2).
+  const int64_t ktiles = (k + kGatedTileK - 1) / kGatedTileK;
+  int splits = 1;
+  while (int64_t(splits + 1) * (splits + 1) * 2 <= ktiles) ++splits;
+  return splits;
+}
+
+unsigned gated_gemm_grid(int64_t rows, int64_t n, int max_splits, int sm_count) {
   const int64_t tiles = ((rows + kGatedTileRows - 1) / kGatedTileRows) *
                         ((n + kGatedTileRows - 1) / kGatedTileRows);
-  return static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, std::max(sm_count, 1)));
+  return static_cast<unsigned>(
+      std::clamp<int64_t>(tiles * std::max(max_splits, 1), 1, std::max(sm_count, 1)));
+}
+
+size_t gated_gemm_workspace_bytes(int sm_count) {
+  return kGatedCounterBytes + size_t(std::max(sm_count, 1)) * kGatedTileRows * 2 * kGatedTileRows * 4;
 }
 
 int gated_gemm_smem_bytes(const GatedGemmConfig& config) {
-  return config.stages * kStageBytes + kOutBytes + 1024;
+  return config.stages * kStageBytes + (config.epilogue_workers ? 2 : 1) * kOutBytes + 1024;
 }
 
 std::string generate_gated_gemm_source(const std::string& name, ir::DType dtype,
@@ -266,6 +463,8 @@ std::string generate_gated_gemm_source(const std::string& name, ir::DType dtype,
   replace_all(s, "$HELPERS", helpers);
   replace_all(s, "$COMBINE", combine);
   replace_all(s, "$STAGES", std::to_string(config.stages));
+  replace_all(s, "$WORKERS", config.epilogue_workers ? "true" : "false");
+  replace_all(s, "$COUNTERS", std::to_string(kGatedCounterBytes / 4));
   replace_all(s, "$ROWS", std::to_string(kGatedTileRows));
   replace_all(s, "$TILEK", std::to_string(kGatedTileK));
   replace_all(s, "$GROUPM", std::to_string(kGatedGroupM));

@@ -13,7 +13,19 @@
 // the WGMMAs; a thread's accumulator fragment then holds g and u of the same output elements
 // (fragment columns c and c + 128), so the epilogue needs no data exchange. mbarriers hand the
 // stages back and forth; the producer runs ahead into the next tile while the consumers finish
-// the epilogue of this one. Tiles go in groups of kGatedGroupM row blocks for L2 reuse of x.
+// this one. Tiles go in groups of kGatedGroupM row blocks for L2 reuse of x.
+//
+// Epilogue workers (GatedGemmConfig::epilogue_workers, the default): the consumers write g and u
+// to shared memory as 16-bit values and go straight on to the next tile's WGMMAs, while the
+// producer warpgroup's three idle warps compute combine(g, u) and store the tile with TMA; the
+// combine's exp and reciprocal no longer keep the tensor cores waiting.
+//
+// The last round: a tile count just over a multiple of the grid leaves most SMs idle in the last
+// round (Llama-8B's 3584 tiles on 132 SMs: 27.15 rounds run as 28). Those tail tiles are split
+// along k into up to gated_gemm_max_splits(k) ranges, one per block; each range's fp32 partial
+// sums go to a workspace, and whichever range of a tile finishes last (an atomic counter) adds
+// the others' and runs the epilogue. The same split spreads a few tiles over more SMs at small
+// batches.
 //
 // Operand layout: x[rows, k], wg[n, k], wu[n, k], y[rows, n], all row-major (k contiguous), 16-
 // byte aligned rows (k % 8 == 0, n % 8 == 0); ragged edges are zero-filled by TMA on load and
@@ -39,10 +51,25 @@ inline constexpr int kGatedStoreRows = 64;  // rows of a TMA store box of y (one
 // were tried and measured 25% slower (510 vs 668 TFLOP/s, all 66 clusters resident).
 struct GatedGemmConfig {
   int stages = 3;  // shared-memory ring depth (48 KiB each)
+  // The consumers hand g and u to the producer warpgroup's idle warps as 16-bit values (rounded
+  // as eager and torch.compile round them) and go on to the next tile's WGMMAs while those warps
+  // combine and store; otherwise the consumers combine the fp32 accumulators themselves while
+  // the tensor cores idle.
+  bool epilogue_workers = true;
 };
 
-// Blocks to launch for y[rows, n]: one per SM at most (the kernel loops over its tiles).
-unsigned gated_gemm_grid(int64_t rows, int64_t n, int sm_count);
+// The most k-ranges a tail tile is split into (the kernel's max_splits argument; 1: no split).
+int gated_gemm_max_splits(int64_t k);
+
+// Blocks to launch for y[rows, n]: one per SM at most (the kernel loops over its tiles), fewer
+// when there are fewer tiles than SMs, counting a tile as max_splits units.
+unsigned gated_gemm_grid(int64_t rows, int64_t n, int max_splits, int sm_count);
+
+// The kernel's workspace (its ws argument, zero-filled once before the first launch and left
+// zero by every launch): tail-tile counters, then fp32 partial sums of one [128, 256] tile per
+// block. One workspace serves every gated kernel launched in order on one stream.
+inline constexpr size_t kGatedCounterBytes = 4096;  // 1024 tail tiles: more than any GPU's SMs
+size_t gated_gemm_workspace_bytes(int sm_count);
 
 // Dynamic shared memory the kernel needs for `config`, including 1 KiB of alignment slack.
 int gated_gemm_smem_bytes(const GatedGemmConfig& config);
@@ -50,7 +77,7 @@ int gated_gemm_smem_bytes(const GatedGemmConfig& config);
 // The CUDA source of kernel `name`:
 //   extern "C" __global__ void name(const __grid_constant__ MlpcTmaDesc x,
 //       const __grid_constant__ MlpcTmaDesc wg, const __grid_constant__ MlpcTmaDesc wu,
-//       const __grid_constant__ MlpcTmaDesc y, int rows, int n, int k)
+//       const __grid_constant__ MlpcTmaDesc y, int rows, int n, int k, int max_splits, float* ws)
 // launched with kGatedThreads threads, gated_gemm_smem_bytes() of dynamic shared memory, and
 // at most one block per SM (the grid loops over the tiles). `combine` is the body of
 //   __device__ __forceinline__ float mlpc_gate_combine(float g, float u)

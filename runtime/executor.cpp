@@ -118,7 +118,8 @@ struct Executor::Launch {
   std::vector<void*> ptrs;
   long long n = 0;
   std::vector<TmaDesc> tma;  // x, wg, wu, y
-  int gemm_dims[3] = {0, 0, 0};  // rows, n, k
+  int gemm_dims[4] = {0, 0, 0, 0};  // rows, n, k, max_splits
+  void* workspace = nullptr;
   std::vector<void*> args;
 };
 
@@ -192,6 +193,7 @@ Executor::~Executor() {
   }
   for (size_t i = 0; i < params_.size(); ++i)
     if (params_[i] && plan_.buffers[i].view_of < 0) cudaFree(params_[i]);  // views own nothing
+  if (gated_workspace_) cudaFree(gated_workspace_);
   if (capture_stream_) cudaStreamDestroy(capture_stream_);
   for (cudaLibrary_t lib : libraries_) cudaLibraryUnload(lib);
 }
@@ -442,11 +444,21 @@ void Executor::resolve_gated(Launch& l, const codegen::KernelStep& k, Read&& rea
   l.gemm_dims[0] = static_cast<int>(rows);
   l.gemm_dims[1] = static_cast<int>(k.row_len);
   l.gemm_dims[2] = static_cast<int>(k.gemm_k);
+  l.gemm_dims[3] = codegen::gated_gemm_max_splits(k.gemm_k);
   // Persistent: at most one block per SM, each looping over the tiles.
-  l.dims = {codegen::gated_gemm_grid(rows, k.row_len, sm_count_),
+  l.dims = {codegen::gated_gemm_grid(rows, k.row_len, l.gemm_dims[3], sm_count_),
             static_cast<unsigned>(codegen::kGatedThreads)};
+  if (!gated_workspace_) {  // zeroed once: every launch leaves its counters at zero
+    const size_t bytes = codegen::gated_gemm_workspace_bytes(sm_count_);
+    MLPC_CUDA(cudaMalloc(&gated_workspace_, bytes));
+    MLPC_CUDA(cudaMemset(gated_workspace_, 0, bytes));
+    // The memset runs on the legacy stream; the kernels may run on a non-blocking one.
+    MLPC_CUDA(cudaDeviceSynchronize());
+  }
+  l.workspace = gated_workspace_;
   for (TmaDesc& d : l.tma) l.args.push_back(&d);
   for (int& d : l.gemm_dims) l.args.push_back(&d);
+  l.args.push_back(&l.workspace);
 }
 
 void Executor::enqueue_one(Launch& l, cudaStream_t stream) {

@@ -114,6 +114,7 @@ class Executor {
   cudaStream_t capture_stream_ = nullptr;
   bool graphs_ok_ = true;  // false after a failed capture
   int sm_count_ = 0;       // the grid of a persistent (gated GEMM) kernel
+  void* gated_workspace_ = nullptr;  // shared by the gated GEMM kernels (allocated on first use)
   int captures_ = 0;
 
   int64_t batch_ = -1;

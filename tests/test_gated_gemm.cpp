@@ -25,11 +25,13 @@ using mlpc::CompileOptions;
 
 TEST_CASE("gated GEMM kernels compile with NVRTC for sm_90a", "[gated_gemm][nvrtc]") {
   for (ir::DType dt : {ir::DType::BF16, ir::DType::F16}) {
-    for (int stages : {2, 3, 4}) {
-      const std::string name = fmt::format("mlpc_gated_{}_{}", ir::dtype_name(dt), stages);
+    // with epilogue workers the hand-over tile takes a fourth ring stage's room
+    for (codegen::GatedGemmConfig config : {codegen::GatedGemmConfig{2, true}, codegen::GatedGemmConfig{3, true},
+                                            codegen::GatedGemmConfig{3, false}, codegen::GatedGemmConfig{4, false}}) {
+      const std::string name = fmt::format("mlpc_gated_{}_{}_{}", ir::dtype_name(dt), config.stages,
+                                           config.epilogue_workers ? "workers" : "consumers");
       const std::string src = codegen::generate_gated_gemm_source(
-          name, dt, std::string(codegen::cuda_helper(ir::Op::Silu)), "return mlpc_silu(g) * u;",
-          codegen::GatedGemmConfig{stages});
+          name, dt, std::string(codegen::cuda_helper(ir::Op::Silu)), "return mlpc_silu(g) * u;", config);
       INFO(src);
       CHECK(src.find("m64n256k16.f32." + std::string(dt == ir::DType::BF16 ? "bf16.bf16" : "f16.f16")) !=
             std::string::npos);
@@ -42,14 +44,27 @@ TEST_CASE("gated GEMM kernels: fp32 operands and rings that do not fit are refus
   CHECK_THROWS_WITH(codegen::generate_gated_gemm_source("k", ir::DType::F32, "", "return g * u;"),
                     Catch::Contains("f32 operands"));
   CHECK_THROWS_WITH(codegen::generate_gated_gemm_source("k", ir::DType::BF16, "", "return g * u;",
-                                                        codegen::GatedGemmConfig{5}),
+                                                        codegen::GatedGemmConfig{5, false}),
                     Catch::Contains("5 stages do not fit"));
+  CHECK_THROWS_WITH(codegen::generate_gated_gemm_source("k", ir::DType::BF16, "", "return g * u;",
+                                                        codegen::GatedGemmConfig{4, true}),
+                    Catch::Contains("4 stages do not fit"));
   // Persistent grid: a block per SM at most, fewer when there are fewer tiles.
-  CHECK(codegen::gated_gemm_grid(8192, 3072, 132) == 132);
-  CHECK(codegen::gated_gemm_grid(16, 3072, 132) == 24);
-  CHECK(codegen::gated_gemm_grid(129, 200, 132) == 4);
-  CHECK(codegen::gated_gemm_grid(1, 8, 132) == 1);
-  CHECK(codegen::gated_gemm_smem_bytes(codegen::GatedGemmConfig{4}) == 4 * 48 * 1024 + 32 * 1024 + 1024);  // ring, results, alignment
+  // Fewer tiles than SMs: each counts as up to max_splits k-ranges.
+  CHECK(codegen::gated_gemm_grid(8192, 3072, 2, 132) == 132);
+  CHECK(codegen::gated_gemm_grid(16, 3072, 2, 132) == 48);  // 24 tiles in 2 k-ranges
+  CHECK(codegen::gated_gemm_grid(16, 3072, 1, 132) == 24);  // no split
+  CHECK(codegen::gated_gemm_grid(129, 200, 1, 132) == 4);
+  CHECK(codegen::gated_gemm_grid(1, 8, 5, 132) == 5);
+  // splits * splits * 2 <= k-slices: the last finisher's reads stay below the work it saves
+  CHECK(codegen::gated_gemm_max_splits(64) == 1);
+  CHECK(codegen::gated_gemm_max_splits(7 * 64) == 1);
+  CHECK(codegen::gated_gemm_max_splits(8 * 64) == 2);
+  CHECK(codegen::gated_gemm_max_splits(768) == 2);
+  CHECK(codegen::gated_gemm_max_splits(4096) == 5);
+  CHECK(codegen::gated_gemm_max_splits(14336) == 10);
+  CHECK(codegen::gated_gemm_smem_bytes(codegen::GatedGemmConfig{4, false}) == 4 * 48 * 1024 + 32 * 1024 + 1024);  // ring, results, alignment
+  CHECK(codegen::gated_gemm_smem_bytes(codegen::GatedGemmConfig{3, true}) == 3 * 48 * 1024 + 64 * 1024 + 1024);  // g and u handed over
 }
 
 namespace {

@@ -1,6 +1,11 @@
 // Gated GEMM kernels (--gated-gemms, codegen/gated_gemm_kernel.h) on the GPU against the fp64
 // reference: GeGLU and SwiGLU samples, gate and up apart or merged, both 16-bit dtypes, batches
-// that fill no tile, fill one partly, and span many; a shape whose K and n leave ragged tiles.
+// that fill no tile, fill one partly, and span many; a shape whose K and n leave ragged tiles; a
+// deep K whose tiles are split along k into 4 ranges (the last round's, and all of them at
+// batches under one round).
+//
+// Split tiles (codegen::gated_gemm_max_splits): geglu's K = 768 splits in 2 at batches 1 and 37
+// (24 tiles on 48 blocks) and 1000 (192 tiles: the last 60 of them); deep's K = 2048 in 4.
 #include <catch2/catch.hpp>
 
 #include "compiler/check.h"
@@ -43,6 +48,19 @@ constexpr const char* kRagged = R"(func @ragged(%x: bf16[M, 40]) -> bf16[M, 40] 
   return %y
 })";
 
+// K = 2048 (32 k-slices: up to 4 k-ranges per tile), n = 256 (two column tiles).
+constexpr const char* kDeep = R"(func @deep(%x: bf16[M, 2048]) -> bf16[M, 64] {
+  %wg = param bf16[256, 2048]
+  %wu = param bf16[256, 2048]
+  %gate = matmul %x, %wg : bf16[M, 256]
+  %up = matmul %x, %wu : bf16[M, 256]
+  %act = gelu_tanh %gate : bf16[M, 256]
+  %h = mul %act, %up : bf16[M, 256]
+  %wd = param bf16[64, 256]
+  %y = matmul %h, %wd : bf16[M, 64]
+  return %y
+})";
+
 }  // namespace
 
 TEST_CASE("gated GEMM kernels match the reference", "[gpu][gated_gemm]") {
@@ -50,14 +68,16 @@ TEST_CASE("gated GEMM kernels match the reference", "[gpu][gated_gemm]") {
     WARN("skipped: gated GEMM kernels need sm_90, this GPU is " + runtime::device_arch());
     return;
   }
-  for (const char* sample : {"geglu", "ffn", "ffn_swiglu", "ragged"})
+  for (const char* sample : {"geglu", "ffn", "ffn_swiglu", "ragged", "deep"})
     for (ir::DType dt : {ir::DType::BF16, ir::DType::F16})
       for (MergeGemms merge : {MergeGemms::Off, MergeGemms::On})
         for (int64_t batch : {1, 37, 300, 1000}) {
           INFO(sample << " " << ir::dtype_name(dt) << (merge == MergeGemms::On ? " merged" : "")
                       << " batch " << batch);
-          const ir::Graph base = std::string(sample) == "ragged" ? ir::parse(kRagged, "ragged.mlp")
-                                                                 : make_sample(sample);
+          const std::string name = sample;
+          const ir::Graph base = name == "ragged" ? ir::parse(kRagged, "ragged.mlp")
+                                 : name == "deep" ? ir::parse(kDeep, "deep.mlp")
+                                                  : make_sample(sample);
           CompileOptions o{.fusion = true, .epilogues = true, .merge_gemms = merge,
                            .measure_epilogues = false};
           o.gated_gemms = GatedGemms::On;
@@ -82,4 +102,39 @@ TEST_CASE("-O2 times the gated GEMM against the steps it replaces, and runs its 
   CHECK(ch.why.find("measured at M=8192 in a CUDA graph") != std::string::npos);
   CHECK(ch.taken == has_gated(c.plan));
   testing::check_on_gpu(g, c, 512, 3);
+}
+
+TEST_CASE("split tail tiles: one executor repeats its results bit for bit and leaves its counters "
+          "ready for the next launch",
+          "[gpu][gated_gemm]") {
+  if (!hopper()) {
+    WARN("skipped: gated GEMM kernels need sm_90, this GPU is " + runtime::device_arch());
+    return;
+  }
+  // deep at batch 300: 6 tiles of 4 k-ranges each. If a launch left a tile's counter non-zero,
+  // the next launch would find no last split for it and leave y's old values in place: the run
+  // on other inputs would then fail its reference check. Sums taken in split order, whoever
+  // finishes last, make the third run repeat the first exactly.
+  const ir::Graph g = ir::parse(kDeep, "deep.mlp");
+  CompileOptions o{.fusion = true, .epilogues = true, .measure_epilogues = false};
+  o.gated_gemms = GatedGemms::On;
+  const CompiledGraph c = compile(g, o);
+  REQUIRE(has_gated(c.plan));
+  constexpr int64_t kBatch = 300;
+  runtime::Executor ex(c.plan, c.cubins);
+  const Values a = random_values(g, kBatch, 5), b = random_values(g, kBatch, 6);
+  bind_inputs_and_params(ex, c.plan, a, kBatch);
+  ex.run();
+  const std::vector<runtime::HostTensor> first = ex.outputs();
+  ex.set_tensor("x", b.at("x"));
+  ex.run();
+  const std::vector<int64_t> rows = sample_rows(kBatch);
+  const Check check = compare_rows(g, ex.outputs(), rows, reference_on_rows(g, b, rows), false);
+  INFO("max_abs_err " << check.max_abs_err);
+  CHECK(check.ok);
+  ex.set_tensor("x", a.at("x"));
+  ex.run();
+  const std::vector<runtime::HostTensor> again = ex.outputs();
+  REQUIRE(again.size() == first.size());
+  for (size_t i = 0; i < first.size(); ++i) CHECK(again[i].data == first[i].data);
 }
