@@ -18,7 +18,8 @@
 // Epilogue workers (GatedGemmConfig::epilogue_workers, the default): the consumers write g and u
 // to shared memory as 16-bit values and go straight on to the next tile's WGMMAs, while the
 // producer warpgroup's three idle warps compute combine(g, u) and store the tile with TMA; the
-// combine's exp and reciprocal no longer keep the tensor cores waiting.
+// combine's exp and reciprocal no longer keep the tensor cores waiting. A block's last tile has
+// nothing to overlap with: its consumers combine it themselves (three times the threads).
 //
 // The last round: a tile count just over a multiple of the grid leaves most SMs idle in the last
 // round (Llama-8B's 3584 tiles on 132 SMs: 27.15 rounds run as 28). Those tail tiles are split
