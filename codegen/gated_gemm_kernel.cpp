@@ -156,6 +156,18 @@ __device__ __forceinline__ unsigned mlpc_fragment_offset(int c, int j, int r, in
   const unsigned chunk = static_cast<unsigned>((j % 8) ^ (r % 8));
   return (c * 2 + j / 8) * kOutBoxBytes + r * 128 + chunk * 16 + (lane % 4) * 4;
 }
+// f(offset, g, u) for each pair of fragment columns of consumer warpgroup c's rows r0 and r0 + 8:
+// the accumulator indices of the pair's gate values (g, g + 1) and up values (u, u + 1), and
+// where their two results go (mlpc_fragment_offset).
+template <class F>
+__device__ __forceinline__ void mlpc_each_fragment_pair(int c, int r0, int lane, F f) {
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      f(mlpc_fragment_offset(c, j, r0 + 8 * h, lane), 4 * j + 2 * h, 4 * (j + 16) + 2 * h);
+  }
+}
 // Two results as one 4-byte shared-memory store.
 __device__ __forceinline__ void mlpc_store2_shared(unsigned addr, float a, float b) {
   unsigned v;  // a in the low half, b in the high half, each rounded to nearest even
@@ -370,34 +382,20 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
     if (kWorkers && work.unit(i + 1, later)) {
       // hand g and u over as 16-bit values; the workers combine and store them
       raw_phase ^= 1;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = r0 + 8 * h;
-          const int g = 4 * j + 2 * h, u = 4 * (j + 16) + 2 * h;
-          const unsigned at = mlpc_fragment_offset(c, j, r, lane);
-          mlpc_store2_shared(graw + at, d[g], d[g + 1]);
-          mlpc_store2_shared(uraw + at, d[u], d[u + 1]);
-        }
-      }
+      mlpc_each_fragment_pair(c, r0, lane, [&](unsigned at, int g, int u) {
+        mlpc_store2_shared(graw + at, d[g], d[g + 1]);
+        mlpc_store2_shared(uraw + at, d[u], d[u + 1]);
+      });
       if (ct == 0) handed_tile = unit.tile;
       mlpc_mbar_arrive(raw_full);
       continue;
     }
     const unsigned out = graw + c * 2 * kOutBoxBytes;  // this warpgroup's two boxes
     mlpc_wg_sync(c);  // the previous tile's store has read the boxes
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = r0 + 8 * h;
-        const int g = 4 * j + 2 * h, u = 4 * (j + 16) + 2 * h;
-        const float v0 = mlpc_gate_combine(d[g], d[u]);
-        const float v1 = mlpc_gate_combine(d[g + 1], d[u + 1]);
-        mlpc_store2_shared(graw + mlpc_fragment_offset(c, j, r, lane), v0, v1);
-      }
-    }
+    mlpc_each_fragment_pair(c, r0, lane, [&](unsigned at, int g, int u) {
+      mlpc_store2_shared(graw + at, mlpc_gate_combine(d[g], d[u]),
+                         mlpc_gate_combine(d[g + 1], d[u + 1]));
+    });
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the TMA unit
     mlpc_wg_sync(c);
     if (t == 0) {
