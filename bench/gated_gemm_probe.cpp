@@ -150,7 +150,7 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     }
     fmt::print("  built {}: sampled error {:.4f}, {} of 4096 bad; NVRTC {:.0f} ms\n", v.what, worst,
                bad, b.kernel->build_ms);
-    for (int i = 0; i < 3; ++i) b.launch();  // each variant timed once before any round
+    for (int i = 0; i < 3; ++i) b.launch();  // warm, before any variant's first round
   }
   // Rounds over all variants, so that a clock drift over the run (seen on the H100: identical
   // launches 1050 to 1157 us apart) touches every variant alike; the best round is reported.
