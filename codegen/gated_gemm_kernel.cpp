@@ -43,8 +43,10 @@ constexpr unsigned kConsumerThreads = 256;
 constexpr int kTileBytes = kRows * kRows * 2;     // a 16-bit [kRows, kRows] tile in 4 store boxes
 // Epilogue workers: the producer warpgroup's warps 1-3 combine g and u, which the consumers
 // hand over through shared memory as 16-bit values, while the consumers go on to the next tile.
-// A block's last tile has no next tile to overlap: its consumers combine it themselves, three
-// times the threads, no hand-over latency (at one tile per block, 14.4 vs 12.4 us on the H100).
+// A block's last tile has no next tile to overlap: its consumers combine it themselves from the
+// same shared-memory copy, 256 threads instead of 96 (at one tile per block on the H100, 14.4
+// us with the workers, 12.4 with the consumers combining in registers; that path's code in the
+// same kernel cost NVRTC 90 ms more, on the critical path of a cold compile).
 // Every thread arrives on the hand-over barriers (raw_full, raw_empty), so each one's shared-
 // memory writes are ordered before the other side's accesses by its own arrive.
 constexpr bool kWorkers = $WORKERS;
@@ -208,6 +210,23 @@ __device__ __forceinline__ unsigned mlpc_combine2(unsigned g, unsigned u) {
   mlpc_unpack2(u, u0, u1);
   return mlpc_pack2(mlpc_gate_combine(g0, u0), mlpc_gate_combine(g1, u1));
 }
+// combine(g, u) over a handed-over tile, in place (g's boxes become the results), by `count`
+// threads of which this is `first`: g and u of an element sit at the same offset of their boxes.
+__device__ __forceinline__ void mlpc_combine_tile(unsigned graw, unsigned uraw, int first,
+                                                  int count) {
+#pragma unroll 1
+  for (int q = first; q < kTileBytes / 16; q += count) {
+    unsigned g0, g1, g2, g3, u0, u1, u2, u3;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(g0), "=r"(g1), "=r"(g2), "=r"(g3) : "r"(graw + q * 16) : "memory");
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(u0), "=r"(u1), "=r"(u2), "=r"(u3) : "r"(uraw + q * 16) : "memory");
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(graw + q * 16),
+                 "r"(mlpc_combine2(g0, u0)), "r"(mlpc_combine2(g1, u1)),
+                 "r"(mlpc_combine2(g2, u2)), "r"(mlpc_combine2(g3, u3))
+                 : "memory");
+  }
+}
 // Stores a [kRows, kRows] tile from shared memory at src (four 64 x 64 boxes, row block-major)
 // to rows mb * kRows and columns nb * kRows of y, and waits until the boxes have been read.
 __device__ __forceinline__ void mlpc_store_tile(const MlpcTmaDesc* desc, int mb, int nb,
@@ -261,18 +280,7 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
         if (tile < 0) break;  // the consumers have no more tiles
         int mb, nb;
         mlpc_tile_coords(tile, tiles_m, tiles_n, mb, nb);
-        // g and u of an element sit at the same offset of their boxes; the result replaces g
-        for (int q = w; q < kTileBytes / 16; q += kWorkerThreads) {
-          unsigned g0, g1, g2, g3, u0, u1, u2, u3;
-          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-                       : "=r"(g0), "=r"(g1), "=r"(g2), "=r"(g3) : "r"(graw + q * 16) : "memory");
-          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-                       : "=r"(u0), "=r"(u1), "=r"(u2), "=r"(u3) : "r"(uraw + q * 16) : "memory");
-          asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(graw + q * 16),
-                       "r"(mlpc_combine2(g0, u0)), "r"(mlpc_combine2(g1, u1)),
-                       "r"(mlpc_combine2(g2, u2)), "r"(mlpc_combine2(g3, u3))
-                       : "memory");
-        }
+        mlpc_combine_tile(graw, uraw, w, kWorkerThreads);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the TMA unit
         asm volatile("bar.sync 3, %0;" ::"n"(kWorkerThreads) : "memory");
         if (w == 0) mlpc_store_tile(&ty, mb, nb, graw);
@@ -376,21 +384,29 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
     // warp's 16; gate columns 0..127, up columns 128..255. Results go to this warpgroup's two
     // 64 x 64 boxes (mlpc_fragment_offset).
     const int r0 = (t / 32) * 16 + lane / 4;
-    MlpcUnit later;
-    if (kWorkers) mlpc_mbar_wait(raw_empty, raw_phase ^ 1);  // the workers are done with the boxes
-    else if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-    if (kWorkers && work.unit(i + 1, later)) {
-      // hand g and u over as 16-bit values; the workers combine and store them
-      raw_phase ^= 1;
+    if (kWorkers) {  // g and u to shared memory as 16-bit values
+      mlpc_mbar_wait(raw_empty, raw_phase ^ 1);  // the workers are done with the boxes
       mlpc_each_fragment_pair(c, r0, lane, [&](unsigned at, int g, int u) {
         mlpc_store2_shared(graw + at, d[g], d[g + 1]);
         mlpc_store2_shared(uraw + at, d[u], d[u + 1]);
       });
-      if (ct == 0) handed_tile = unit.tile;
-      mlpc_mbar_arrive(raw_full);
+      MlpcUnit later;
+      if (work.unit(i + 1, later)) {  // the workers combine and store it
+        raw_phase ^= 1;
+        if (ct == 0) handed_tile = unit.tile;
+        mlpc_mbar_arrive(raw_full);
+        continue;
+      }
+      // the block's last tile: nothing to overlap with, so all 256 consumers combine it
+      mlpc_consumers_sync();
+      mlpc_combine_tile(graw, uraw, ct, kConsumerThreads);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the TMA unit
+      mlpc_consumers_sync();
+      if (ct == 0) mlpc_store_tile(&ty, mb, nb, graw);
       continue;
     }
     const unsigned out = graw + c * 2 * kOutBoxBytes;  // this warpgroup's two boxes
+    if (t == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
     mlpc_wg_sync(c);  // the previous tile's store has read the boxes
     mlpc_each_fragment_pair(c, r0, lane, [&](unsigned at, int g, int u) {
       mlpc_store2_shared(graw + at, mlpc_gate_combine(d[g], d[u]),
