@@ -111,12 +111,14 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     const Variant& v = variants[vi];
     Built& b = built[vi];
     const std::string name = "mlpc_gated";
+    b.max_splits = v.max_splits > 0 ? v.max_splits : codegen::gated_gemm_max_splits(s.k);
+    codegen::GatedGemmConfig cfg = v.cfg;
+    cfg.split_tail = b.max_splits > 1;  // as -O2 builds it: no split code where none can run
     const std::string src = codegen::generate_gated_gemm_source(
-        name, ir::DType::BF16, helpers, "return mlpc_gelu_tanh(g) * u;", v.cfg);
+        name, ir::DType::BF16, helpers, "return mlpc_gelu_tanh(g) * u;", cfg);
     b.kernel = std::make_unique<bench::BuiltKernel>(src, name, "sm_90a");
     b.smem = codegen::gated_gemm_smem_bytes(v.cfg);
     MLPC_CUDA(cudaKernelSetAttributeForDevice(b.kernel->kern, cudaFuncAttributeMaxDynamicSharedMemorySize, b.smem, 0));
-    b.max_splits = v.max_splits > 0 ? v.max_splits : codegen::gated_gemm_max_splits(s.k);
     b.grid = static_cast<int>(codegen::gated_gemm_grid(s.rows, s.n, b.max_splits, sms));
     b.launch = [&, func = b.kernel->func(), smem = b.smem, grid = b.grid, splits = &b.max_splits] {
       void* args[] = {(void*)&tx, (void*)&tg, (void*)&tu, (void*)&ty, &rows, &n, &k, splits, &ws};

@@ -52,6 +52,9 @@ constexpr int kTileBytes = kRows * kRows * 2;     // a 16-bit [kRows, kRows] til
 constexpr bool kWorkers = $WORKERS;
 constexpr int kWorkerThreads = 96;
 constexpr int kCounterFloats = $COUNTERS;         // the workspace's tail-tile counters
+// Tail tiles split along k (GatedGemmConfig::split_tail). Off where this kernel's K never splits
+// (gated_gemm_max_splits): the partial-sum code is left out, and the build is shorter.
+constexpr bool kSplitTail = $SPLITTAIL;
 
 // A block's work units: whole tiles blockIdx.x, + gridDim.x, ..., then, when the last round
 // would leave most blocks idle, one k-range of a tail tile (each tail tile split into `splits`
@@ -268,7 +271,7 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
   __syncthreads();
   const int tiles_m = (rows + kRows - 1) / kRows, tiles_n = (n + kRows - 1) / kRows;
   const int tiles = tiles_m * tiles_n, ktiles = (k + kK - 1) / kK;
-  const MlpcWork work(tiles, ktiles, max_splits);
+  const MlpcWork work(tiles, ktiles, kSplitTail ? max_splits : 1);
 
   if (wg == 0) {  // producer: one thread issues every TMA load
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -342,7 +345,7 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
     mlpc_fence_acc(d);
     if (prev >= 0 && lane == 0) mlpc_mbar_arrive(empty0 + 8 * prev);
 
-    if (unit.splits > 1) {
+    if (kSplitTail && unit.splits > 1) {
       // A k-range of a tail tile: every split writes its partial sums; the last to finish adds
       // the others' to its own and goes on to the epilogue. Nobody waits for anybody.
       float4* parts = reinterpret_cast<float4*>(ws + kCounterFloats);
@@ -484,6 +487,7 @@ std::string generate_gated_gemm_source(const std::string& name, ir::DType dtype,
   replace_all(s, "$COMBINE", combine);
   replace_all(s, "$STAGES", std::to_string(config.stages));
   replace_all(s, "$WORKERS", config.epilogue_workers ? "true" : "false");
+  replace_all(s, "$SPLITTAIL", config.split_tail ? "true" : "false");
   replace_all(s, "$COUNTERS", std::to_string(kGatedCounterBytes / 4));
   replace_all(s, "$ROWS", std::to_string(kGatedTileRows));
   replace_all(s, "$TILEK", std::to_string(kGatedTileK));

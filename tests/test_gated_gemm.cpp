@@ -27,13 +27,17 @@ TEST_CASE("gated GEMM kernels compile with NVRTC for sm_90a", "[gated_gemm][nvrt
   for (ir::DType dt : {ir::DType::BF16, ir::DType::F16}) {
     // with epilogue workers the hand-over tile takes a fourth ring stage's room
     for (codegen::GatedGemmConfig config : {codegen::GatedGemmConfig{2, true}, codegen::GatedGemmConfig{3, true},
-                                            codegen::GatedGemmConfig{3, false}, codegen::GatedGemmConfig{4, false}}) {
-      const std::string name = fmt::format("mlpc_gated_{}_{}_{}", ir::dtype_name(dt), config.stages,
-                                           config.epilogue_workers ? "workers" : "consumers");
+                                            codegen::GatedGemmConfig{3, false}, codegen::GatedGemmConfig{4, false},
+                                            codegen::GatedGemmConfig{3, true, false}}) {
+      const std::string name = fmt::format("mlpc_gated_{}_{}_{}{}", ir::dtype_name(dt), config.stages,
+                                           config.epilogue_workers ? "workers" : "consumers",
+                                           config.split_tail ? "" : "_nosplit");
       const std::string src = codegen::generate_gated_gemm_source(
           name, dt, std::string(codegen::cuda_helper(ir::Op::Silu)), "return mlpc_silu(g) * u;", config);
       INFO(src);
       CHECK(src.find("m64n256k16.f32." + std::string(dt == ir::DType::BF16 ? "bf16.bf16" : "f16.f16")) !=
+            std::string::npos);
+      CHECK(src.find("constexpr bool kSplitTail = " + std::string(config.split_tail ? "true" : "false")) !=
             std::string::npos);
       CHECK_FALSE(runtime::compile_to_cubin(src, name, "sm_90a").empty());
     }
@@ -129,6 +133,20 @@ TEST_CASE("gated GEMMs: geglu's gate, up and gelu*mul become one kernel, the res
   CHECK(c.plan.buffers[static_cast<size_t>(down.x)].name == "h");
   CHECK(c.plan.buffers[static_cast<size_t>(down.y)].name == "down");
   CHECK(buffer_names(c.plan, c.plan.outputs) == std::vector<std::string>{"down"});
+}
+
+TEST_CASE("gated GEMM kernels: the split-tail code is built only for a K that splits", "[gated_gemm]") {
+  // The article's K = 768 never splits: its kernel leaves the partial sums out (a shorter NVRTC
+  // build, the longest path of a cold compile). Llama's K = 4096 splits in up to 4.
+  for (auto [sample, splits] : {std::pair{"geglu", false}, std::pair{"llama_geglu", true}}) {
+    INFO(sample);
+    CompiledGraph c = compile(make_sample(sample), gated_options(GatedGemms::On));
+    const codegen::KernelStep* k = gated_step(c.plan);
+    REQUIRE(k);
+    CHECK((codegen::gated_gemm_max_splits(k->gemm_k) > 1) == splits);
+    CHECK(k->source.find(std::string("constexpr bool kSplitTail = ") + (splits ? "true" : "false")) !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("gated GEMMs: merged gate|up is read back as its two weight halves", "[gated_gemm]") {
