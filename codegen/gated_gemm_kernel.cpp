@@ -44,9 +44,10 @@ constexpr int kTileBytes = kRows * kRows * 2;     // a 16-bit [kRows, kRows] til
 // Epilogue workers: the producer warpgroup's warps 1-3 combine g and u, which the consumers
 // hand over through shared memory as 16-bit values, while the consumers go on to the next tile.
 // A block's last tile has no next tile to overlap: its consumers combine it themselves from the
-// same shared-memory copy, 256 threads instead of 96 (at one tile per block on the H100, 14.4
-// us with the workers, 12.4 with the consumers combining in registers; that path's code in the
-// same kernel cost NVRTC 90 ms more, on the critical path of a cold compile).
+// same shared-memory copy, 256 threads instead of 96 (at one tile per block: 14.4 us with the
+// workers, 12.4 with the consumers combining in registers on the H100; this way 12.6 against
+// 11.7 in registers on the H200). A second, unrolled register epilogue in the same kernel cost
+// NVRTC ~70 ms more (400 vs 330 ms on the build machine), on the critical path of a cold compile.
 // Every thread arrives on the hand-over barriers (raw_full, raw_empty), so each one's shared-
 // memory writes are ordered before the other side's accesses by its own arrive.
 constexpr bool kWorkers = $WORKERS;
