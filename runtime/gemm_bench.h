@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/plan.h"
@@ -31,12 +32,18 @@ class GemmBench {
   double copy_us(int64_t bytes);
   // A time stored under `key` by graph_us (or another timing), if there is one.
   std::optional<double> cached_us(const std::string& key);
-  // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on random inputs and
-  // params, GEMMs tuned: for a plan of one step repeated, that step's time inside a compiled
-  // graph (what a step costs there, launch overhead amortized as the graph amortizes it).
-  // `cubins` as for Executor. Cached under `key` with the GEMM timings.
+  // The values graph_us uploads into `plan`'s buffers at `rows` rows, by buffer name: inputs
+  // U(-1, 1), params scaled as nn.Linear initializes them, so sums stay in range. Apart from
+  // graph_us so that a caller can make them while the plan's kernels still build: for geglu's
+  // gated plan they took 7-12 ms of a GPU host's CPU, on the critical path of a cold compile.
+  using Inputs = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
+  static Inputs random_inputs(const codegen::Plan& plan, int64_t rows);
+  // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on `inputs` (made by
+  // random_inputs when null), GEMMs tuned: for a plan of one step repeated, that step's time
+  // inside a compiled graph (what a step costs there, launch overhead amortized as the graph
+  // amortizes it). `cubins` as for Executor. Cached under `key` with the GEMM timings.
   double graph_us(const codegen::Plan& plan, const std::map<std::string, std::vector<char>>& cubins,
-                  int64_t rows, const std::string& key);
+                  int64_t rows, const std::string& key, const Inputs* inputs = nullptr);
 
  private:
   struct Timer;

@@ -31,10 +31,14 @@ bool has_gated(const codegen::Plan& p) {
   return false;
 }
 
-void check_gated(const ir::Graph& g, const CompileOptions& o, int64_t batch) {
+// `g` compiled with the gated GEMM kernel asked for (--gated-gemms on), epilogues not measured.
+CompiledGraph compile_gated(const ir::Graph& g, MergeGemms merge) {
+  CompileOptions o{.fusion = true, .epilogues = true, .merge_gemms = merge,
+                   .measure_epilogues = false};
+  o.gated_gemms = GatedGemms::On;
   CompiledGraph c = compile(g, o);
   REQUIRE(has_gated(c.plan));
-  testing::check_on_gpu(g, c, batch, 11);
+  return c;
 }
 
 // K = 40 (one partial k-slice), n = 200 (a full and a partial column tile).
@@ -80,10 +84,8 @@ TEST_CASE("gated GEMM kernels match the reference", "[gpu][gated_gemm]") {
           const ir::Graph base = name == "ragged" ? ir::parse(kRagged, "ragged.mlp")
                                  : name == "deep" ? ir::parse(kDeep, "deep.mlp")
                                                   : make_sample(sample);
-          CompileOptions o{.fusion = true, .epilogues = true, .merge_gemms = merge,
-                           .measure_epilogues = false};
-          o.gated_gemms = GatedGemms::On;
-          check_gated(with_dtype(base, dt), o, batch);
+          const ir::Graph g = with_dtype(base, dt);
+          testing::check_on_gpu(g, compile_gated(g, merge), batch, 11);
         }
 }
 
@@ -118,10 +120,7 @@ TEST_CASE("split tail tiles: one executor repeats its results bit for bit and le
   // on other inputs would then fail its reference check. Sums taken in split order, whoever
   // finishes last, make the third run repeat the first exactly.
   const ir::Graph g = ir::parse(kDeep, "deep.mlp");
-  CompileOptions o{.fusion = true, .epilogues = true, .measure_epilogues = false};
-  o.gated_gemms = GatedGemms::On;
-  const CompiledGraph c = compile(g, o);
-  REQUIRE(has_gated(c.plan));
+  const CompiledGraph c = compile_gated(g, MergeGemms::Off);
   constexpr int64_t kBatch = 300;
   runtime::Executor ex(c.plan, c.cubins);
   const Values a = random_values(g, kBatch, 5);
