@@ -75,7 +75,7 @@ def busy_us(kernel):
 def _short(name, width=56):
     """A kernel's name without its template arguments and parameters, but for the most specific
     functor or kernel they name (PyTorch's elementwise kernels differ only there)."""
-    base = re.sub(r"^void |at::native::", "", name.split("<")[0].split("(")[0])
+    base = re.sub(r"^void |at::(native::)?", "", name.split("<")[0].split("(")[0])
     inner = re.findall(r"(\w*(?:Functor|Kernel)\w*)", name[len(name.split("<")[0]):])
     if inner:
         base += f"[{inner[-1]}]"

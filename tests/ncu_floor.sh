@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
-# bench/ncu_floor.py on Nsight Compute reports in `ncu --csv`'s layout (tests/data/ncu_llama: the
-# per-kernel numbers of the 2026-12-04 H200 run that README's "What limits" quotes, mlpc's times
-# in msecond, PyTorch's in usecond): per-kernel rows, each forward's sum, mlpc's ratio and its
-# floor at 100% tensor-pipe activity; and its one-line errors on bad reports.
+# bench/ncu_floor.py on the reports bench/llama_ncu.sh wrote on an H100 (2026-12-06 02:1x UTC;
+# tests/data/ncu_llama, as ncu wrote them: times in ns, clocks in hz, thousands separators):
+# per-kernel rows, each forward's sum, mlpc's ratio to each PyTorch forward and its floor at 100%
+# tensor-pipe activity, what README's "What limits" quotes; and its one-line errors on bad reports.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 data=$root/tests/data/ncu_llama
 floor="python3 $root/bench/ncu_floor.py"
-out=$($floor mlpc="$data/mlpc.csv" "torch eager=$data/torch_eager.csv")
+out=$($floor mlpc="$data/mlpc.csv" "torch eager=$data/torch_eager.csv" \
+  torch.compile="$data/torch_compile.csv")
 echo "$out"
 expect() {
   if ! grep -qF -- "$1" <<<"$out"; then echo "ncu_floor: missing: $1"; exit 1; fi
 }
-expect "mlpc: 2 kernels, 1805.9 us"
-expect "torch eager: 5 kernels, 1943.1 us"
-expect "vectorized_elementwise_kernel[GeluCUDAKernelImpl]             66.7  1.60     0.00   89.5"
-expect "vectorized_elementwise_kernel[MulFunctor]"
-expect "mlpc with its GEMMs' tensor pipes busy throughout: 1733.7 us (measured 1805.9)"
-expect "mlpc / torch eager: 0.929 measured, floor 0.892"
+expect "mlpc: 2 kernels, 1786.0 us"
+expect "torch eager: 5 kernels, 1982.0 us"
+expect "torch.compile: 4 kernels, 1930.9 us"
+expect "  mlpc_fused_gelu_tanh_mul_0                                  1199.3  1.59    95.09   26.7"
+expect "  vectorized_elementwise_kernel[GeluCUDAKernelImpl]             75.7  1.95     0.61   84.5"
+expect "  vectorized_elementwise_kernel[MulFunctor]"
+expect "  triton_poi_fused_gelu_mul_0                                  132.8  1.95     2.73   75.7"
+expect "mlpc with its GEMMs' tensor pipes busy throughout: 1718.4 us (measured 1786.0)"
+expect "mlpc / torch eager: 0.901 measured, floor 0.867"
+expect "mlpc / torch.compile: 0.925 measured, floor 0.890"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 grep -v gpu__time_duration "$data/mlpc.csv" > "$scratch/no_time.csv"
 echo "==PROF== nothing profiled" > "$scratch/empty.csv"
-sed 's/"msecond"/"fortnight"/' "$data/mlpc.csv" > "$scratch/bad_unit.csv"
+sed 's/"ns"/"fortnight"/' "$data/mlpc.csv" > "$scratch/bad_unit.csv"
 fails() {  # the report, the message expected: one line, exit status 1
   local msg rc=0
   msg=$($floor mlpc="$1" "torch eager=$data/torch_eager.csv" 2>&1) || rc=$?
