@@ -51,9 +51,9 @@ def read_report(path):
                                                  "ghz": None, "tensor": None, "dram": None})
         name, unit, value = row["Metric Name"], row["Metric Unit"], _number(row["Metric Value"])
         if name == TIME:
-            k["us"] = _convert(value, unit, _TIME_US, name)
+            k["us"] = _convert(value, unit, _TIME_US, f"{path}: {name}")
         elif name == CLOCK:
-            k["ghz"] = _convert(value, unit, _CLOCK_GHZ, name)
+            k["ghz"] = _convert(value, unit, _CLOCK_GHZ, f"{path}: {name}")
         elif name == TENSOR:
             k["tensor"] = value
         elif name == DRAM:
@@ -75,8 +75,9 @@ def busy_us(kernel):
 def _short(name, width=56):
     """A kernel's name without its template arguments and parameters, but for the most specific
     functor or kernel they name (PyTorch's elementwise kernels differ only there)."""
-    base = re.sub(r"^void |at::(native::)?", "", name.split("<")[0].split("(")[0])
-    inner = re.findall(r"(\w*(?:Functor|Kernel)\w*)", name[len(name.split("<")[0]):])
+    head = name.split("<")[0]
+    base = re.sub(r"^void |at::(native::)?", "", head.split("(")[0])
+    inner = re.findall(r"(\w*(?:Functor|Kernel)\w*)", name[len(head):])
     if inner:
         base += f"[{inner[-1]}]"
     return base if len(base) <= width else base[: width - 1] + "…"

@@ -38,6 +38,6 @@ fails() {  # the report, the message expected: one line, exit status 1
 }
 fails "$scratch/no_time.csv" "no gpu__time_duration.sum for mlpc_fused_gelu_tanh_mul_0"
 fails "$scratch/empty.csv" "no kernels (was it written by \`ncu --csv\`?)"
-fails "$scratch/bad_unit.csv" "in unit 'fortnight'"
+fails "$scratch/bad_unit.csv" "bad_unit.csv: gpu__time_duration.sum in unit 'fortnight'"
 fails "$scratch/missing.csv" "No such file"
 echo "ncu_floor: ok"
