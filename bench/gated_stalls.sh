@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Where llama_geglu's gated GEMM kernel loses its tensor-pipe cycles: one launch under Nsight
+# Where a sample's gated GEMM kernel loses its tensor-pipe cycles: one launch under Nsight
 # Compute with warp-state and source counters (PC sampling), then the per-SASS-instruction page
-# as CSV, which bench/stall_ledger.py sums by instruction and by phase of the kernel (producer
-# TMA issue, consumer waiting for a stage, WGMMA issue and wait, hand-over to the epilogue
-# workers, the workers' combine). Runs on the GPU machine.
+# as CSV, which bench/stall_ledger.py reads: the hot blocks, the consumers' k-loop split into
+# waiting for data, waiting for WGMMAs, issuing them and the rest, and every mbarrier wait with
+# its retries (a stage's data, a free stage, the epilogue workers' hand-over). Runs on the GPU
+# machine; README's "What limits" quotes it.
 # Usage: bench/gated_stalls.sh MLPC_BINARY OUT_DIR [SAMPLE]   (default sample: llama_geglu)
 set -euo pipefail
 mlpc=${1:?usage: bench/gated_stalls.sh MLPC_BINARY OUT_DIR [SAMPLE]}
