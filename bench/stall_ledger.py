@@ -114,10 +114,10 @@ def branch_target(r):
 
 
 def wait_sites(rows):
-    """The mbarrier try-waits reached in line, each with (retry, spins): the out-of-line retry
-    loop ptxas built for it (a try-wait that branches back to itself, or to a YIELD just before
-    it, then jumps back past the first try),
-    or None; spins: whether the first try itself loops in line (its executions count every try)."""
+    """The mbarrier try-waits reached in line, each as (row, retry, spins). retry: the out-of-line
+    retry loop ptxas built for it (a try-wait that branches back to itself, or to a YIELD just
+    before it, then jumps back past the first try), or None. spins: whether the first try itself
+    loops in line (its executions then count every try)."""
     by_addr = {r["addr"]: i for i, r in enumerate(rows)}
     tries = [i for i, r in enumerate(rows) if opcode(r["source"]).startswith("SYNCS.PHASECHK")]
     retry_of = {}  # index of a first try -> its retry row
