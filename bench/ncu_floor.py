@@ -13,6 +13,8 @@ import csv
 import re
 import sys
 
+from ncu_csv import number, quoted_lines
+
 TIME = "gpu__time_duration.sum"
 CLOCK = "sm__cycles_elapsed.avg.per_second"
 TENSOR = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
@@ -27,10 +29,6 @@ _CLOCK_GHZ = {"ghz": 1.0, "mhz": 1e-3, "khz": 1e-6, "hz": 1e-9, "cycle/nsecond":
               "cycle/usecond": 1e-3, "cycle/msecond": 1e-6, "cycle/second": 1e-9}
 
 
-def _number(text):
-    return float(text.replace(",", ""))  # ncu writes thousands separators
-
-
 def _convert(value, unit, table, what):
     factor = table.get(unit.strip().lower())
     if factor is None:
@@ -41,15 +39,13 @@ def _convert(value, unit, table, what):
 def read_report(path):
     """The kernels of one `ncu --csv` report, in launch order: dicts of name, us, ghz, tensor,
     dram (None where the report lacks the metric)."""
-    with open(path, newline="") as f:
-        rows = [line for line in f if line.startswith('"')]  # skips ==PROF== and program output
     kernels = {}
-    for row in csv.DictReader(rows):
+    for row in csv.DictReader(quoted_lines(path)):
         if "Metric Name" not in row or row.get("ID") in (None, "ID"):
             continue
         k = kernels.setdefault(int(row["ID"]), {"name": row["Kernel Name"], "us": None,
                                                  "ghz": None, "tensor": None, "dram": None})
-        name, unit, value = row["Metric Name"], row["Metric Unit"], _number(row["Metric Value"])
+        name, unit, value = row["Metric Name"], row["Metric Unit"], number(row["Metric Value"])
         if name == TIME:
             k["us"] = _convert(value, unit, _TIME_US, f"{path}: {name}")
         elif name == CLOCK:

@@ -19,18 +19,20 @@ Usage: python3 bench/stall_ledger.py SASS.csv [--min-share PERCENT]   (default 0
 import csv
 import sys
 
+from ncu_csv import number, quoted_lines
+
 SAMPLES = "Warp Stall Sampling (All Samples)"
 EXECUTED = "Instructions Executed"
 
 
-def _number(text):
-    return float(text.replace(",", "")) if text and text.strip() else 0.0
+def _count(text):
+    """A count, 0 where ncu left the cell empty."""
+    return number(text) if text and text.strip() else 0.0
 
 
 def read_sass(path):
     """(kernel name, [instruction dicts: addr, source, samples, executed, stalls {reason: n}])."""
-    with open(path, newline="") as f:
-        lines = [line for line in f if line.startswith('"')]  # skips ==PROF== lines
+    lines = quoted_lines(path)
     if not lines:
         raise ValueError(f"{path}: no CSV rows (was it written by `ncu --page source --csv`?)")
     first = next(csv.reader(lines[:1]))
@@ -47,8 +49,8 @@ def read_sass(path):
         if r["Address"] in (None, "", "Address"):
             continue
         rows.append({"addr": int(r["Address"], 16), "source": " ".join(r["Source"].split()),
-                     "samples": _number(r[SAMPLES]), "executed": _number(r[EXECUTED]),
-                     "stalls": {h[len("stall_"):]: _number(r[h]) for h in reasons}})
+                     "samples": _count(r[SAMPLES]), "executed": _count(r[EXECUTED]),
+                     "stalls": {h[len("stall_"):]: _count(r[h]) for h in reasons}})
     if not rows:
         raise ValueError(f"{path}: no instructions")
     if sum(r["samples"] for r in rows) == 0:
@@ -120,23 +122,26 @@ def wait_sites(rows):
     loops in line (its executions then count every try)."""
     by_addr = {r["addr"]: i for i, r in enumerate(rows)}
     tries = [i for i, r in enumerate(rows) if opcode(r["source"]).startswith("SYNCS.PHASECHK")]
-    retry_of = {}  # index of a first try -> its retry row
+    # the branches of the two instructions after each try: the one on its predicate comes first
+    after = {i: [branch_target(r) for r in rows[i + 1:i + 3]] for i in tries}
+    retry_of = {}  # index of a first try -> index of its retry
     for i in tries:
-        after = [branch_target(r) for r in rows[i + 1:i + 3]]
-        loops = after and after[0] and after[0][1] and 0 <= rows[i]["addr"] - after[0][0] <= 0x20
-        if loops and len(after) == 2 and after[1] and not after[1][1]:
-            back = by_addr.get(after[1][0])  # where the retry returns to: just past the first try
-            firsts = [t for t in tries if back is not None and t < back and t != i]
-            if firsts:
-                retry_of[firsts[-1]] = rows[i]
-    retries = {id(r) for r in retry_of.values()}
+        on_fail, then = (after[i] + [None, None])[:2]
+        loops = on_fail and on_fail[1] and 0 <= rows[i]["addr"] - on_fail[0] <= 0x20
+        back = by_addr.get(then[0]) if loops and then and not then[1] else None
+        if back is None:
+            continue
+        firsts = [t for t in tries if t < back and t != i]  # the try the retry returns past
+        if firsts:
+            retry_of[firsts[-1]] = i
+    retries = set(retry_of.values())
     sites = []
     for i in tries:
-        if id(rows[i]) in retries:
+        if i in retries:
             continue
-        targets = [branch_target(r) for r in rows[i + 1:i + 3]]
-        spins = any(t and t[1] and t[0] < rows[i]["addr"] for t in targets)
-        sites.append((rows[i], retry_of.get(i), spins))
+        spins = any(t and t[1] and t[0] < rows[i]["addr"] for t in after[i])
+        retry = retry_of.get(i)
+        sites.append((rows[i], rows[retry] if retry is not None else None, spins))
     return sites
 
 
