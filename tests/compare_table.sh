@@ -6,9 +6,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(python3 "$root/bench/compare.py" --table-from "$root/tests/data/compare_h200_2026-12-03.json")
 echo "$out"
-expect() {
-  if ! grep -qF -- "$1" <<<"$out"; then echo "compare_table: missing: $1"; exit 1; fi
-}
+name=compare_table
+source "$root/tests/script_checks.sh"
 expect "| linear (M=1024) | 21.4 | 54.5 | 123.6 | 11.7 | 2.9 | 1 | 0.137 ✓ | ≤ 0.15 | True |"
 expect "| mlp3 (M=8192) | 8358.1 | 8409.3 | 8440.7 | 8483.0 | 8274.8 | 5 | 0.99004 ✗ | ≤ 0.99 |"
 expect "| llama_geglu (M=4096) |"

@@ -6,13 +6,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 data=$root/tests/data/ncu_llama
-floor="python3 $root/bench/ncu_floor.py"
-out=$($floor mlpc="$data/mlpc.csv" "torch eager=$data/torch_eager.csv" \
+floor=(python3 "$root/bench/ncu_floor.py")
+out=$("${floor[@]}" mlpc="$data/mlpc.csv" "torch eager=$data/torch_eager.csv" \
   torch.compile="$data/torch_compile.csv")
 echo "$out"
-expect() {
-  if ! grep -qF -- "$1" <<<"$out"; then echo "ncu_floor: missing: $1"; exit 1; fi
-}
+name=ncu_floor
+source "$root/tests/script_checks.sh"
 expect "mlpc: 2 kernels, 1786.0 us"
 expect "torch eager: 5 kernels, 1982.0 us"
 expect "torch.compile: 4 kernels, 1930.9 us"
@@ -29,15 +28,11 @@ trap 'rm -rf "$scratch"' EXIT
 grep -v gpu__time_duration "$data/mlpc.csv" > "$scratch/no_time.csv"
 echo "==PROF== nothing profiled" > "$scratch/empty.csv"
 sed 's/"ns"/"fortnight"/' "$data/mlpc.csv" > "$scratch/bad_unit.csv"
-fails() {  # the report, the message expected: one line, exit status 1
-  local msg rc=0
-  msg=$($floor mlpc="$1" "torch eager=$data/torch_eager.csv" 2>&1) || rc=$?
-  if [[ $rc != 1 || $(wc -l <<<"$msg") != 1 || $msg != *"$2"* ]]; then
-    echo "ncu_floor: $1: expected one line with '$2' and exit 1, got $rc: $msg"; exit 1
-  fi
+fails_as_mlpc() {  # the report in mlpc's place, the message expected
+  fails "${floor[@]}" mlpc="$1" "torch eager=$data/torch_eager.csv" "$2"
 }
-fails "$scratch/no_time.csv" "no gpu__time_duration.sum for mlpc_fused_gelu_tanh_mul_0"
-fails "$scratch/empty.csv" "no kernels (was it written by \`ncu --csv\`?)"
-fails "$scratch/bad_unit.csv" "bad_unit.csv: gpu__time_duration.sum in unit 'fortnight'"
-fails "$scratch/missing.csv" "No such file"
+fails_as_mlpc "$scratch/no_time.csv" "no gpu__time_duration.sum for mlpc_fused_gelu_tanh_mul_0"
+fails_as_mlpc "$scratch/empty.csv" "no kernels (was it written by \`ncu --csv\`?)"
+fails_as_mlpc "$scratch/bad_unit.csv" "bad_unit.csv: gpu__time_duration.sum in unit 'fortnight'"
+fails_as_mlpc "$scratch/missing.csv" "No such file"
 echo "ncu_floor: ok"
