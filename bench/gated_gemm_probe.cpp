@@ -87,12 +87,23 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     const char* what;
     codegen::GatedGemmConfig cfg;
     int max_splits = 0;  // tail tiles split along k into at most this (0: -O2's rule)
+    std::vector<std::pair<std::string, std::string>> patch = {};  // edits of the generated source
   };
   // The gelu_tanh forms (__expf/__fdividef, tanhf), 2 stages and a rolled k-loop were measured
   // slower on 2026-12-04/05 (git history has those variants).
   const std::vector<Variant> variants = {
       {"3 stages, epilogue workers (as -O2 builds it)", {3, true}},
       {"3 stages, epilogue workers, tail not split", {3, true}, 1},
+      {"3 stages, epilogue workers, clusters of 2 (weights multicast)", {3, true, true, 2}},
+      {"3 stages, epilogue workers, clusters of 2, tail not split", {3, true, true, 2}, 1},
+      // The first version freed stages with cluster-scope arrives (mbarrier.arrive.release.cluster):
+      // 2.2x slower, with multicast or without (each block loading all of B); CTA-scope arrives,
+      // as built now, took it back to within 2% of one block per SM (H100, 2026-12-06).
+      {"clusters of 2, no multicast (each block loads all of B)", {3, true, true, 2}, 0,
+       {{"mlpc_tma_load_all(b + r * (kBBytes / 2), r ? &tu : &tg, kt * kK, nb * kRows, full);",
+         "mlpc_tma_load(b, &tg, kt * kK, nb * kRows, full); mlpc_tma_load(b + kBBytes / 2, &tu, kt * kK, nb * kRows, full);"}}},
+      {"clusters of 2, stages freed with release.cluster arrives", {3, true, true, 2}, 0,
+       {{"mbarrier.arrive.shared::cluster.b64", "mbarrier.arrive.release.cluster.shared::cluster.b64"}}},
       {"3 stages, epilogue workers, tail in up to 3 k-ranges", {3, true}, 3},
       {"3 stages, epilogue workers, tail in up to 6 k-ranges", {3, true}, 6},
       {"3 stages, consumers combine", {3, false}},
@@ -114,12 +125,28 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     b.max_splits = v.max_splits > 0 ? v.max_splits : codegen::gated_gemm_max_splits(s.k);
     codegen::GatedGemmConfig cfg = v.cfg;
     cfg.split_tail = b.max_splits > 1;  // as -O2 builds it: no split code where none can run
-    const std::string src = codegen::generate_gated_gemm_source(
+    std::string src = codegen::generate_gated_gemm_source(
         name, ir::DType::BF16, helpers, "return mlpc_gelu_tanh(g) * u;", cfg);
+    for (const auto& [from, to] : v.patch) {
+      const size_t at = src.find(from);
+      if (at == std::string::npos) throw Error("patch not found: " + from);
+      src.replace(at, from.size(), to);
+    }
     b.kernel = std::make_unique<bench::BuiltKernel>(src, name, "sm_90a");
     b.smem = codegen::gated_gemm_smem_bytes(v.cfg);
     MLPC_CUDA(cudaKernelSetAttributeForDevice(b.kernel->kern, cudaFuncAttributeMaxDynamicSharedMemorySize, b.smem, 0));
-    b.grid = static_cast<int>(codegen::gated_gemm_grid(s.rows, s.n, b.max_splits, sms));
+    int slots = sms;  // blocks resident at once, in whole clusters
+    if (cfg.cluster_m > 1) {
+      cudaLaunchConfig_t lc{};
+      lc.blockDim = dim3(codegen::kGatedThreads);
+      lc.gridDim = dim3(cfg.cluster_m);
+      lc.dynamicSmemBytes = b.smem;
+      int clusters = 0;
+      MLPC_CUDA(cudaOccupancyMaxActiveClusters(&clusters, b.kernel->func(), &lc));
+      slots = clusters * cfg.cluster_m;
+      fmt::print("  clusters of {} resident at once: {}\n", cfg.cluster_m, clusters);
+    }
+    b.grid = static_cast<int>(codegen::gated_gemm_grid(s.rows, s.n, b.max_splits, slots, cfg.cluster_m));
     b.launch = [&, func = b.kernel->func(), smem = b.smem, grid = b.grid, splits = &b.max_splits] {
       void* args[] = {(void*)&tx, (void*)&tg, (void*)&tu, (void*)&ty, &rows, &n, &k, splits, &ws};
       MLPC_CUDA(cudaLaunchKernel(func, dim3(grid), dim3(codegen::kGatedThreads), args, smem, nullptr));

@@ -56,8 +56,20 @@ constexpr int kCounterFloats = $COUNTERS;         // the workspace's tail-tile c
 // Tail tiles split along k (GatedGemmConfig::split_tail). Off where this kernel's K never splits
 // (gated_gemm_max_splits): the partial-sum code is left out, and the build is shorter.
 constexpr bool kSplitTail = $SPLITTAIL;
+// Blocks per cluster, along M (GatedGemmConfig::cluster_m): the blocks of a cluster work on
+// tiles of the same columns in adjacent row blocks, in step; each loads its own x rows and one
+// part of the weight slice, which TMA multicasts to every block of the cluster.
+constexpr int kCluster = $CLUSTER;
 
-// A block's work units: whole tiles blockIdx.x, + gridDim.x, ..., then, when the last round
+__device__ __forceinline__ int mlpc_cta_rank() {
+  if (kCluster == 1) return 0;
+  unsigned r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return static_cast<int>(r);
+}
+
+// A cluster's work units (a unit names a cluster tile: kCluster tiles of the same columns, one
+// per block): whole tiles c, c + clusters, ... (c the cluster's index), then, when the last round
 // would leave most blocks idle, one k-range of a tail tile (each tail tile split into `splits`
 // ranges, one per block, at most max_splits: the last split to finish reads the others' partial
 // sums, so more splits cost it more reads).
@@ -67,18 +79,19 @@ struct MlpcUnit {
 struct MlpcWork {
   int tiles, ktiles, splits, tail_first;
   __device__ MlpcWork(int tiles_, int ktiles_, int max_splits) : tiles(tiles_), ktiles(ktiles_) {
-    const int tail = tiles % gridDim.x;
-    splits = tail ? min(static_cast<int>(gridDim.x) / tail, max_splits) : 1;
+    const int clusters = gridDim.x / kCluster;
+    const int tail = tiles % clusters;
+    splits = tail ? min(clusters / tail, max_splits) : 1;
     if (splits < 2) splits = 1;
     tail_first = splits > 1 ? tiles - tail : tiles;
   }
   __device__ bool unit(int i, MlpcUnit& u) const {
-    const int t = blockIdx.x + i * gridDim.x;
+    const int t = blockIdx.x / kCluster + i * (gridDim.x / kCluster);
     if (t < tail_first) {
       u = {t, 0, ktiles, 0, 1};
       return true;
     }
-    const int v = t - tail_first;  // blockIdx.x in the round after the whole tiles
+    const int v = t - tail_first;  // the cluster's index in the round after the whole tiles
     if (splits == 1 || v >= (tiles - tail_first) * splits) return false;
     u.tile = tail_first + v / splits;
     u.split = v % splits;
@@ -87,8 +100,14 @@ struct MlpcWork {
     u.k1 = (u.split + 1) * ktiles / splits;
     return true;
   }
-  // Where a tail unit's partial sums go in the workspace.
-  __device__ int slot(const MlpcUnit& u) const { return (u.tile - tail_first) * splits + u.split; }
+  // Where split `split` of this block's tail tile keeps its partial sums in the workspace.
+  __device__ int slot(const MlpcUnit& u, int split) const {
+    return ((u.tile - tail_first) * splits + split) * kCluster + mlpc_cta_rank();
+  }
+  // This block's tail tile's counter of finished splits.
+  __device__ int counter(const MlpcUnit& u) const {
+    return (u.tile - tail_first) * kCluster + mlpc_cta_rank();
+  }
 };
 
 __device__ __forceinline__ unsigned mlpc_smem_addr(const void* p) {
@@ -125,6 +144,44 @@ __device__ __forceinline__ void mlpc_tma_load(unsigned dst, const MlpcTmaDesc* d
       "l"(reinterpret_cast<unsigned long long>(desc)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
+// The same box into shared memory at dst of every block of the cluster, completing its bytes on
+// each one's mbarrier at bar (the same offsets in every block).
+__device__ __forceinline__ void mlpc_tma_load_all(unsigned dst, const MlpcTmaDesc* desc, int c0,
+                                                  int c1, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(desc)), "r"(c0), "r"(c1), "r"(bar),
+      "h"(static_cast<unsigned short>((1u << kCluster) - 1))
+      : "memory");
+}
+// Frees a stage: arrives on its empty barrier in every block of the cluster, since each block's
+// producer writes a part of the stage in all of them.
+__device__ __forceinline__ void mlpc_release_stage(unsigned bar) {
+#pragma unroll
+  for (int r = 0; r < kCluster; ++r) {
+    if (kCluster == 1) {
+      mlpc_mbar_arrive(bar);
+    } else {
+      unsigned remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(r));
+      // release at CTA scope, as for a local arrive: the stage's readers are this block's
+      // WGMMAs, done by now. At cluster scope (.release.cluster) the kernel ran 2.2x slower
+      // (H100, gated_gemm_probe, 2026-12-06).
+      asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+    }
+  }
+}
+// Every thread of every block of the cluster: a block's barriers are initialized before the
+// others use them.
+__device__ __forceinline__ void mlpc_block_sync() {
+  if (kCluster == 1) {
+    __syncthreads();
+  } else {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  }
+}
 // WGMMA shared-memory descriptor of a K-major operand in 128-byte swizzle: rows of 128 bytes,
 // 8-row (1024-byte) swizzle atoms; the tile base is 1024-byte aligned, so a k offset inside
 // the row is a plain byte offset of the start address.
@@ -146,13 +203,16 @@ __device__ __forceinline__ void mlpc_fence_acc(float* d) {
 #pragma unroll
   for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-__device__ __forceinline__ void mlpc_tile_coords(int tile, int tiles_m, int tiles_n, int& mb,
+// This block's row block mb and column block nb of cluster tile `tile`, of tiles_mc cluster
+// row blocks (kCluster row blocks each) by tiles_n: kGroupM row blocks walked together.
+__device__ __forceinline__ void mlpc_tile_coords(int tile, int tiles_mc, int tiles_n, int& mb,
                                                  int& nb) {
-  const int per_group = kGroupM * tiles_n;
-  const int first = tile / per_group * kGroupM;
-  const int size = min(kGroupM, tiles_m - first);
+  constexpr int group = kGroupM / kCluster;
+  const int per_group = group * tiles_n;
+  const int first = tile / per_group * group;
+  const int size = min(group, tiles_mc - first);
   const int r = tile % per_group;
-  mb = first + r % size;
+  mb = (first + r % size) * kCluster + mlpc_cta_rank();
   nb = r / size;
 }
 // Where consumer warpgroup c's fragment columns j*8 + 2*(lane%4) (+1) of its row r go in a
@@ -245,13 +305,13 @@ __device__ __forceinline__ void mlpc_store_tile(const MlpcTmaDesc* desc, int mb,
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(384, 1)
+extern "C" __global__ void __launch_bounds__(384, 1) $CLUSTERDIMS
 $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDesc tg,
       const __grid_constant__ MlpcTmaDesc tu, const __grid_constant__ MlpcTmaDesc ty, int rows,
       int n, int k, int max_splits, float* ws) {
   extern __shared__ unsigned char mlpc_dyn_smem[];
   __shared__ __align__(8) unsigned long long bars[2 * kStages + 2];
-  __shared__ int handed_tile, split_last;
+  __shared__ int handed_mb, handed_nb, split_last;
   const unsigned base = (mlpc_smem_addr(mlpc_dyn_smem) + 1023u) & ~1023u;
   const unsigned full0 = mlpc_smem_addr(&bars[0]);
   const unsigned empty0 = mlpc_smem_addr(&bars[kStages]);
@@ -263,15 +323,18 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       mlpc_mbar_init(full0 + 8 * s, 1);
-      mlpc_mbar_init(empty0 + 8 * s, kConsumerWarps);
+      mlpc_mbar_init(empty0 + 8 * s, kConsumerWarps * kCluster);
     }
     mlpc_mbar_init(raw_full, kConsumerThreads);
     mlpc_mbar_init(raw_empty, kWorkerThreads);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  __syncthreads();
+  mlpc_block_sync();
   const int tiles_m = (rows + kRows - 1) / kRows, tiles_n = (n + kRows - 1) / kRows;
-  const int tiles = tiles_m * tiles_n, ktiles = (k + kK - 1) / kK;
+  // cluster tiles: a block whose row block lies past the last computes zeros (TMA fills them)
+  // that its store leaves out, since its cluster's other blocks need its part of the weights
+  const int tiles_mc = (tiles_m + kCluster - 1) / kCluster;
+  const int tiles = tiles_mc * tiles_n, ktiles = (k + kK - 1) / kK;
   const MlpcWork work(tiles, ktiles, kSplitTail ? max_splits : 1);
 
   if (wg == 0) {  // producer: one thread issues every TMA load
@@ -280,10 +343,8 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
       const int w = t - 32;
       for (unsigned phase = 0;; phase ^= 1) {
         mlpc_mbar_wait(raw_full, phase);
-        const int tile = handed_tile;
-        if (tile < 0) break;  // the consumers have no more tiles
-        int mb, nb;
-        mlpc_tile_coords(tile, tiles_m, tiles_n, mb, nb);
+        const int mb = handed_mb, nb = handed_nb;
+        if (mb < 0) break;  // the consumers have no more tiles
         mlpc_combine_tile(graw, uraw, w, kWorkerThreads);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // visible to the TMA unit
         asm volatile("bar.sync 3, %0;" ::"n"(kWorkerThreads) : "memory");
@@ -300,17 +361,29 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
     MlpcUnit unit;
     for (int i = 0; work.unit(i, unit); ++i) {
       int mb, nb;
-      mlpc_tile_coords(unit.tile, tiles_m, tiles_n, mb, nb);
+      mlpc_tile_coords(unit.tile, tiles_mc, tiles_n, mb, nb);
       for (int kt = unit.k0; kt < unit.k1; ++kt) {
         mlpc_mbar_wait(empty0 + 8 * s, phase ^ 1);
         const unsigned full = full0 + 8 * s, a = base + s * kStageBytes, b = a + kABytes;
         mlpc_mbar_expect_tx(full, kStageBytes);
         mlpc_tma_load(a, &tx, kt * kK, mb * kRows, full);
-        mlpc_tma_load(b, &tg, kt * kK, nb * kRows, full);
-        mlpc_tma_load(b + kBBytes / 2, &tu, kt * kK, nb * kRows, full);
+        if (kCluster == 1) {
+          mlpc_tma_load(b, &tg, kt * kK, nb * kRows, full);
+          mlpc_tma_load(b + kBBytes / 2, &tu, kt * kK, nb * kRows, full);
+        } else {  // block 0 loads wg's slice for both blocks, block 1 wu's
+          const int r = mlpc_cta_rank();
+          mlpc_tma_load_all(b + r * (kBBytes / 2), r ? &tu : &tg, kt * kK, nb * kRows, full);
+        }
         if (++s == kStages) s = 0, phase ^= 1;
       }
     }
+    // The other blocks' consumers arrive on this block's barriers: it stays until every stage
+    // is free, so that none arrives after the block is gone.
+    if (kCluster > 1)
+      for (int i = 0; i < kStages; ++i) {
+        mlpc_mbar_wait(empty0 + 8 * s, phase ^ 1);
+        if (++s == kStages) s = 0, phase ^= 1;
+      }
     return;
   }
 
@@ -323,7 +396,7 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
   MlpcUnit unit;
   for (int i = 0; work.unit(i, unit); ++i) {
     int mb, nb;
-    mlpc_tile_coords(unit.tile, tiles_m, tiles_n, mb, nb);
+    mlpc_tile_coords(unit.tile, tiles_mc, tiles_n, mb, nb);
     int prev = -1;
     for (int kt = unit.k0; kt < unit.k1; ++kt) {
       mlpc_mbar_wait(full0 + 8 * s, phase);
@@ -338,20 +411,20 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
       // keep one k-slice in flight: the previous slice's WGMMAs are done, so its stage is free
       asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
       mlpc_fence_acc(d);
-      if (prev >= 0 && lane == 0) mlpc_mbar_arrive(empty0 + 8 * prev);
+      if (prev >= 0 && lane == 0) mlpc_release_stage(empty0 + 8 * prev);
       prev = s;
       if (++s == kStages) s = 0, phase ^= 1;
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     mlpc_fence_acc(d);
-    if (prev >= 0 && lane == 0) mlpc_mbar_arrive(empty0 + 8 * prev);
+    if (prev >= 0 && lane == 0) mlpc_release_stage(empty0 + 8 * prev);
 
     if (kSplitTail && unit.splits > 1) {
       // A k-range of a tail tile: every split writes its partial sums; the last to finish adds
       // the others' to its own and goes on to the epilogue. Nobody waits for anybody.
       float4* parts = reinterpret_cast<float4*>(ws + kCounterFloats);
       unsigned* counters = reinterpret_cast<unsigned*>(ws);
-      const int slot = work.slot(unit);
+      const int slot = work.slot(unit, unit.split);
 #pragma unroll
       for (int q = 0; q < 32; ++q)
         __stcg(&parts[(static_cast<size_t>(slot) * 32 + q) * 256 + ct],
@@ -359,23 +432,23 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
       __threadfence();
       mlpc_consumers_sync();
       if (ct == 0) {
-        const unsigned done = atomicAdd(&counters[unit.tile - work.tail_first], 1u);
+        const unsigned done = atomicAdd(&counters[work.counter(unit)], 1u);
         split_last = done == static_cast<unsigned>(unit.splits - 1);
-        if (split_last) counters[unit.tile - work.tail_first] = 0;  // ready for the next launch
+        if (split_last) counters[work.counter(unit)] = 0;  // ready for the next launch
       }
       mlpc_consumers_sync();
       if (!split_last) continue;
       __threadfence();
       // Summed in split order from the workspace, its own partial sums included, whichever
       // split finishes last: results repeat bit for bit.
-      const float4* part = parts + static_cast<size_t>(slot - unit.split) * 32 * 256 + ct;
+      const float4* part = parts + static_cast<size_t>(work.slot(unit, 0)) * 32 * 256 + ct;
 #pragma unroll
       for (int q = 0; q < 32; ++q) {
         const float4 p = __ldcg(&part[q * 256]);
         d[4 * q] = p.x, d[4 * q + 1] = p.y, d[4 * q + 2] = p.z, d[4 * q + 3] = p.w;
       }
       for (int other = 1; other < unit.splits; ++other) {
-        part += 32 * 256;
+        part += kCluster * 32 * 256;  // the next split's slot
 #pragma unroll
         for (int q = 0; q < 32; ++q) {
           const float4 p = __ldcg(&part[q * 256]);
@@ -397,7 +470,7 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
       MlpcUnit later;
       if (work.unit(i + 1, later)) {  // the workers combine and store it
         raw_phase ^= 1;
-        if (ct == 0) handed_tile = unit.tile;
+        if (ct == 0) handed_mb = mb, handed_nb = nb;
         mlpc_mbar_arrive(raw_full);
         continue;
       }
@@ -427,7 +500,7 @@ $NAME(const __grid_constant__ MlpcTmaDesc tx, const __grid_constant__ MlpcTmaDes
   }
   if (kWorkers) {  // tell the workers there is nothing more
     mlpc_mbar_wait(raw_empty, raw_phase ^ 1);
-    if (ct == 0) handed_tile = -1;
+    if (ct == 0) handed_mb = -1;
     mlpc_mbar_arrive(raw_full);
   }
   if (t == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
@@ -453,11 +526,13 @@ int gated_gemm_max_splits(int64_t k) {
   return splits;
 }
 
-unsigned gated_gemm_grid(int64_t rows, int64_t n, int max_splits, int sm_count) {
-  const int64_t tiles = ((rows + kGatedTileRows - 1) / kGatedTileRows) *
-                        ((n + kGatedTileRows - 1) / kGatedTileRows);
-  return static_cast<unsigned>(
-      std::clamp<int64_t>(tiles * std::max(max_splits, 1), 1, std::max(sm_count, 1)));
+unsigned gated_gemm_grid(int64_t rows, int64_t n, int max_splits, int sm_count, int cluster_m) {
+  cluster_m = std::max(cluster_m, 1);
+  const int64_t cluster_tiles = ((rows + kGatedTileRows * cluster_m - 1) / (kGatedTileRows * cluster_m)) *
+                                ((n + kGatedTileRows - 1) / kGatedTileRows);
+  const int64_t clusters = std::clamp<int64_t>(cluster_tiles * std::max(max_splits, 1), 1,
+                                               std::max(sm_count / cluster_m, 1));
+  return static_cast<unsigned>(clusters * cluster_m);
 }
 
 size_t gated_gemm_workspace_bytes(int sm_count) {
@@ -474,6 +549,8 @@ std::string generate_gated_gemm_source(const std::string& name, ir::DType dtype,
   if (dtype != ir::DType::BF16 && dtype != ir::DType::F16)
     throw Error(fmt::format("gated GEMM {}: {} operands (WGMMA takes bf16 or f16)", name,
                             ir::dtype_name(dtype)));
+  if (config.cluster_m != 1 && config.cluster_m != 2)
+    throw Error(fmt::format("gated GEMM {}: clusters of {} blocks (1 or 2)", name, config.cluster_m));
   if (config.stages < 2 || gated_gemm_smem_bytes(config) > 227 * 1024)
     throw Error(fmt::format("gated GEMM {}: {} stages do not fit in shared memory", name,
                             config.stages));
@@ -489,6 +566,9 @@ std::string generate_gated_gemm_source(const std::string& name, ir::DType dtype,
   replace_all(s, "$STAGES", std::to_string(config.stages));
   replace_all(s, "$WORKERS", config.epilogue_workers ? "true" : "false");
   replace_all(s, "$SPLITTAIL", config.split_tail ? "true" : "false");
+  replace_all(s, "$CLUSTERDIMS",
+              config.cluster_m > 1 ? fmt::format("__cluster_dims__({}, 1, 1)", config.cluster_m) : "");
+  replace_all(s, "$CLUSTER", std::to_string(config.cluster_m));
   replace_all(s, "$COUNTERS", std::to_string(kGatedCounterBytes / 4));
   replace_all(s, "$ROWS", std::to_string(kGatedTileRows));
   replace_all(s, "$TILEK", std::to_string(kGatedTileK));

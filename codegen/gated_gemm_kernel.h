@@ -63,14 +63,23 @@ struct GatedGemmConfig {
   // nvrtc_build_probe: 217-223 vs 318-332 ms), and that build is the longest path of a cold -O2
   // compile.
   bool split_tail = true;
+  // Blocks per cluster along M (1 or 2): with 2, the two blocks of a cluster take tiles of the
+  // same columns in adjacent row blocks, in step, and each loads half of the weight slice for
+  // both (TMA multicast): a third less traffic from L2 per FLOP. Launched with a grid of whole
+  // clusters (gated_gemm_grid). Measured no faster on the H100 (2026-12-06): 108.0 vs 106.3 us
+  // at the article's size and 1282.8 vs 1272.5 at Llama-8B's (gated_gemm_probe), and in mlpc
+  // bench's sustained stream llama_geglu 1956-1972 vs 1910-1933 us, geglu equal.
+  int cluster_m = 1;
 };
 
 // The most k-ranges a tail tile is split into (the kernel's max_splits argument; 1: no split).
 int gated_gemm_max_splits(int64_t k);
 
 // Blocks to launch for y[rows, n]: one per SM at most (the kernel loops over its tiles), fewer
-// when there are fewer tiles than SMs, counting a tile as max_splits units.
-unsigned gated_gemm_grid(int64_t rows, int64_t n, int max_splits, int sm_count);
+// when there are fewer tiles than SMs, counting a tile as max_splits units; whole clusters of
+// cluster_m blocks (GatedGemmConfig::cluster_m), sm_count then the blocks that fit at once in
+// whole clusters (cudaOccupancyMaxActiveClusters times cluster_m).
+unsigned gated_gemm_grid(int64_t rows, int64_t n, int max_splits, int sm_count, int cluster_m = 1);
 
 // The kernel's workspace (its ws argument, zero-filled once before the first launch and left
 // zero by every launch): tail-tile counters, then fp32 partial sums of one [128, 256] tile per

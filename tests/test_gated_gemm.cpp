@@ -28,10 +28,12 @@ TEST_CASE("gated GEMM kernels compile with NVRTC for sm_90a", "[gated_gemm][nvrt
     // with epilogue workers the hand-over tile takes a fourth ring stage's room
     for (codegen::GatedGemmConfig config : {codegen::GatedGemmConfig{2, true}, codegen::GatedGemmConfig{3, true},
                                             codegen::GatedGemmConfig{3, false}, codegen::GatedGemmConfig{4, false},
-                                            codegen::GatedGemmConfig{3, true, false}}) {
-      const std::string name = fmt::format("mlpc_gated_{}_{}_{}{}", ir::dtype_name(dt), config.stages,
+                                            codegen::GatedGemmConfig{3, true, false},
+                                            codegen::GatedGemmConfig{3, true, true, 2},
+                                            codegen::GatedGemmConfig{3, false, false, 2}}) {
+      const std::string name = fmt::format("mlpc_gated_{}_{}_{}{}_c{}", ir::dtype_name(dt), config.stages,
                                            config.epilogue_workers ? "workers" : "consumers",
-                                           config.split_tail ? "" : "_nosplit");
+                                           config.split_tail ? "" : "_nosplit", config.cluster_m);
       const std::string src = codegen::generate_gated_gemm_source(
           name, dt, std::string(codegen::cuda_helper(ir::Op::Silu)), "return mlpc_silu(g) * u;", config);
       INFO(src);
@@ -39,6 +41,9 @@ TEST_CASE("gated GEMM kernels compile with NVRTC for sm_90a", "[gated_gemm][nvrt
             std::string::npos);
       CHECK(src.find("constexpr bool kSplitTail = " + std::string(config.split_tail ? "true" : "false")) !=
             std::string::npos);
+      // clusters of 2: the launch takes whole clusters, and the weights are multicast
+      CHECK((src.find("__cluster_dims__(2, 1, 1)") != std::string::npos) == (config.cluster_m == 2));
+      CHECK(src.find("constexpr int kCluster = " + std::to_string(config.cluster_m) + ";") != std::string::npos);
       CHECK_FALSE(runtime::compile_to_cubin(src, name, "sm_90a").empty());
     }
   }
@@ -60,6 +65,15 @@ TEST_CASE("gated GEMM kernels: fp32 operands and rings that do not fit are refus
   CHECK(codegen::gated_gemm_grid(16, 3072, 1, 132) == 24);  // no split
   CHECK(codegen::gated_gemm_grid(129, 200, 1, 132) == 4);
   CHECK(codegen::gated_gemm_grid(1, 8, 5, 132) == 5);
+  // Whole clusters of 2: a cluster takes two row blocks of the same columns, so 3 row blocks
+  // take 2 clusters; at most the clusters resident at once (132 blocks: 66).
+  CHECK(codegen::gated_gemm_grid(8192, 3072, 1, 132, 2) == 132);
+  CHECK(codegen::gated_gemm_grid(300, 200, 1, 132, 2) == 8);   // 2 x 2 cluster tiles
+  CHECK(codegen::gated_gemm_grid(16, 3072, 2, 132, 2) == 96);  // 24 cluster tiles in 2 k-ranges
+  CHECK(codegen::gated_gemm_grid(8192, 3072, 1, 131, 2) == 130);
+  CHECK_THROWS_WITH(codegen::generate_gated_gemm_source("k", ir::DType::BF16, "", "return g * u;",
+                                                        codegen::GatedGemmConfig{3, true, true, 4}),
+                    Catch::Contains("clusters of 4 blocks (1 or 2)"));
   // splits * splits * 4 <= k-slices: the partial sums' traffic stays below the work saved
   CHECK(codegen::gated_gemm_max_splits(64) == 1);
   CHECK(codegen::gated_gemm_max_splits(15 * 64) == 1);
