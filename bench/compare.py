@@ -73,6 +73,27 @@ def markdown_table(results):
     return "\n".join(lines)
 
 
+def clock_table(results):
+    """What the GPU held while each side was timed (NVML, sampled by torch_baseline.py and mlpc
+    bench): mean SM clock, power and the share of samples the power cap held the clock down, for
+    the best PyTorch mode and mlpc compiled. Empty for runs saved before these were recorded."""
+    import nvml_monitor
+    rows = []
+    for r in results:
+        t, c = r["torch"], r["mlpc"]["modes"]["compiled"]
+        modes = [m for m in ("eager", "default", "reduce-overhead") if m in t]
+        if not modes or "gpu" not in c:
+            continue
+        best = min(modes, key=lambda m: t[m]["median_us"])
+        theirs = t[best].get("gpu", {"unavailable": "not recorded"})
+        rows.append(f"| {r['case']} (M={r['mlpc']['batch']}) | {best} | "
+                    f"{nvml_monitor.describe(theirs)} | {nvml_monitor.describe(c['gpu'])} |")
+    if not rows:
+        return ""
+    return "\n".join(["| case | best PyTorch mode | its GPU while timed | mlpc compiled's GPU while timed |",
+                      "|---|---|---|---|"] + rows)
+
+
 def run_json_lines(cmd, log, session=None):
     """Runs cmd, appends its output to log, returns its stdout's JSON lines. With session (a
     dict), cmd runs in a session of its own and session["sid"] is set to its id, so that what it
@@ -171,7 +192,8 @@ def main():
     args = ap.parse_args()
     if args.table_from:
         with open(args.table_from) as f:
-            print(markdown_table(json.load(f)))
+            results = json.load(f)
+        print("\n\n".join(t for t in (markdown_table(results), clock_table(results)) if t))
         return
     cases = args.cases.split(",")
     log = os.path.join(args.out, "compare.log") if args.out else None
@@ -216,7 +238,7 @@ def main():
         m["machine_before"] = machine
         results.append({"case": case, "torch": t, "mlpc": m})
 
-    table = markdown_table(results)
+    table = "\n\n".join(t for t in (markdown_table(results), clock_table(results)) if t)
     print(table)
     if args.out:
         with open(os.path.join(args.out, "compare.md"), "w") as f:

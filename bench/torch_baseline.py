@@ -2,7 +2,8 @@
 """PyTorch's side of the comparison: eager, torch.compile (default) and torch.compile
 (reduce-overhead, CUDA graphs) on the cases of shared/anchors.md, timed the way `mlpc bench`
 times (host clock over a stream of back-to-back forwards, launch overhead included; median of
-repetitions). Prints one JSON object per case. TF32 off, as in anchors.md.
+repetitions). Prints one JSON object per case. TF32 off, as in anchors.md. Each mode's SM clock
+and power while timed are sampled through NVML (bench/nvml_monitor.py), as mlpc bench does.
 
 With --save DIR, each case also leaves DIR/CASE/{weights.safetensors, x.npy, torch_out.npy}: the
 module's weights (state_dict names, as mlpc's samples name their params), its input and PyTorch's
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import mlpc_files  # noqa: E402  (the repo's safetensors / .npy writer, torch only)
+import nvml_monitor  # noqa: E402  (bench/: the SM clock and power while timed)
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -134,8 +136,11 @@ def main():
                 fn(x)
             torch.cuda.synchronize()
             first_ms = (time.perf_counter() - t0) * 1e3
-            med, mn, iters = host_time_us(fn, x)
-            out[mode] = {"median_us": med, "min_us": mn, "first_call_ms": first_ms}
+            # every 10 ms: the sampler takes the GIL from the launching thread at each sample
+            with nvml_monitor.Monitor(period_s=0.01) as gpu:
+                med, mn, iters = host_time_us(fn, x)
+            out[mode] = {"median_us": med, "min_us": mn, "first_call_ms": first_ms,
+                         "gpu": gpu.summary}
         out["best_us"] = min(out[m]["median_us"] for m in args.modes.split(","))
         print(json.dumps(out), flush=True)
 

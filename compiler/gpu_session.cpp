@@ -70,7 +70,10 @@ std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& option
     m.check = compare_rows(g, exec.outputs(), rows, reference_on_rows(g, values, rows),
                            codegen::needs_tf32x3_tolerance(c.plan));
     if (batches.size() == 1) m.outputs = exec.outputs();
+    runtime::GpuMonitor monitor;
+    monitor.start();
     runtime::Timing t = runtime::time_forward(exec);
+    m.gpu = monitor.stop();
     m.median_us = t.median_us;
     m.min_us = t.min_us;
     m.launches = c.plan.launches();
@@ -156,7 +159,8 @@ nlohmann::json to_json(const BenchResult& r) {
                           {"compile_warm_ms", m.compile_warm_ms},
                           {"compile_cold_phases", m.compile_cold_phases},
                           {"gemms", gemms},
-                          {"steps", m.steps}};
+                          {"steps", m.steps},
+                          {"gpu", runtime::to_json(m.gpu)}};
   };
   return {{"graph", r.graph},   {"batch", r.batch},         {"dtype", r.dtype},
           {"device", r.device}, {"modes", {{"eager", mode(r.eager)}, {"compiled", mode(r.compiled)}}},
@@ -176,6 +180,9 @@ std::string to_text(const BenchResult& r) {
                        m->activation_bytes / 1e6, m->compile_cold_ms, m->compile_warm_ms);
   out += fmt::format("  speedup (eager / compiled): {:.3f}x  (compile_ms: cold / warm cache)\n",
                      r.speedup());
+  // A stream of large GEMMs is power-bound: its clock says as much as its time.
+  for (auto [name, m] : {std::pair{"eager", &r.eager}, std::pair{"compiled", &r.compiled}})
+    out += fmt::format("  GPU while {} was timed: {}\n", name, runtime::describe(m->gpu));
   const nlohmann::json& ph = r.compiled.compile_cold_phases;
   if (ph.is_object())
     out += fmt::format("  compiled's cold compile: passes {:.0f} ms, plan {:.0f} ms (both with the "

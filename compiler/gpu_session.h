@@ -10,6 +10,7 @@
 #include "compiler/check.h"
 #include "compiler/compile.h"
 #include "runtime/executor.h"
+#include "runtime/gpu_monitor.h"
 
 namespace mlpc {
 
@@ -35,6 +36,7 @@ struct ModeResult {
   nlohmann::json compile_cold_phases;  // the cold compile's passes_ms, plan_ms, kernels_ms, nvrtc_ms
   std::vector<runtime::GemmChoice> gemms;
   nlohmann::json steps;  // per launch: name, kind, GPU µs alone, bytes, GB/s (or TFLOP/s)
+  runtime::GpuState gpu;  // the SM clock and power while the forwards were timed
   Check check;
   std::vector<runtime::HostTensor> outputs;  // the forward's outputs, kept for one batch size only
 };

@@ -77,3 +77,21 @@ TEST_CASE("explain: 3xTF32 GEMMs are held against the calibrated TF32 peak", "[g
   }
   CHECK(tf32x3 >= 3);  // fc1, fc2, fc3, each in K-chunks
 }
+
+TEST_CASE("bench: the SM clock and power while each mode was timed", "[gpu][gpu_monitor]") {
+  // A driver brings NVML: every timed stream is sampled (every 5 ms over >= 300 ms).
+  std::vector<BenchResult> r = bench(make_sample("geglu"), {4096}, 7);
+  REQUIRE(r.size() == 1);
+  for (const ModeResult* m : {&r[0].eager, &r[0].compiled}) {
+    const runtime::GpuState& s = m->gpu;
+    INFO(runtime::describe(s));
+    CHECK(s.unavailable.empty());
+    CHECK(s.samples > 20);
+    CHECK(s.sm_mhz_min > 100);
+    CHECK(s.sm_mhz_mean <= s.sm_mhz_max);
+    if (s.max_sm_mhz > 0) CHECK(s.sm_mhz_max <= s.max_sm_mhz);
+    CHECK(s.power_w_mean > 10);
+    if (s.power_limit_w > 0) CHECK(s.power_w_mean < 1.2 * s.power_limit_w);
+    CHECK(to_json(r[0])["modes"]["compiled"]["gpu"]["samples"] == r[0].compiled.gpu.samples);
+  }
+}
