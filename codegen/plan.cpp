@@ -101,7 +101,23 @@ void drop_unused_buffers(Plan& plan) {
   plan.buffers = std::move(kept);
 }
 
+std::optional<ir::Op> activation_of(Epilogue e) {
+  switch (e) {
+    case Epilogue::ReluBias: return ir::Op::Relu;
+    case Epilogue::GeluTanhBias: return ir::Op::GeluTanh;
+    default: return std::nullopt;
+  }
+}
+
 LaunchDims launch_dims(const KernelStep& k, int64_t numel) {
+  if (k.tile_rows > 0) {  // a block per output tile; past kMaxTileGrid the kernel loops
+    constexpr int64_t kMaxTileGrid = 132 * 16;
+    const int64_t rows = numel / std::max<int64_t>(k.row_len, 1);
+    const int64_t tiles = (rows + k.tile_rows - 1) / k.tile_rows *
+                          (k.row_len / std::max<int64_t>(k.out_row_len, 1));
+    return {static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, kMaxTileGrid)),
+            static_cast<unsigned>(k.threads_per_row)};
+  }
   if (k.threads_per_row > 0) {
     constexpr int64_t kMaxRowGrid = int64_t{1} << 30;  // beyond that, the kernel loops over rows
     int64_t rows = numel / std::max<int64_t>(k.out_row_len, 1);

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "ir/op.h"
 #include "ir/type.h"
 
 namespace mlpc::codegen {
@@ -49,6 +50,9 @@ struct Buffer {
 
 // What a cuBLASLt epilogue adds to x . w^T before the store (bias is a row vector [n]).
 enum class Epilogue { None, Bias, ReluBias, GeluTanhBias };
+// The activation an epilogue applies after the bias, as an IR op (for the CUDA expression of a
+// generated GEMM kernel's epilogue), or nullopt.
+std::optional<ir::Op> activation_of(Epilogue e);
 
 // y[rows, n] = epilogue(x[rows, k] . w[n, k]^T [+ residual]), row-major, fp32 accumulation;
 // rows = x's leading dims. A residual [rows, n] enters as cuBLASLt's C with beta = 1.
@@ -119,6 +123,14 @@ struct KernelStep {
   // built for the arch-specific target (sm_90a).
   bool gated = false;
   int smem_bytes = 0;
+  // A GEMM on the tensor cores by mma.sync (codegen/mma_gemm_kernel.h): a block of
+  // threads_per_row threads per tile of tile_rows rows x out_row_len columns of y[rows, row_len]
+  // (launch_dims). gated_mma: a gated GEMM so (inputs x, wg, wu), launched like any generated
+  // kernel (no TMA). 0 / false for every other kernel.
+  int64_t tile_rows = 0;
+  bool gated_mma = false;
+  // The products it computes (a gated GEMM of either kernel computes two).
+  int gemm_products() const { return gated || gated_mma ? 2 : 1; }
   // The output is a [rows, 3 * row_len] split buffer (codegen/tf32x3.h): the kernel's n counts
   // its elements, three per element of the iteration space.
   bool tf32x3_store = false;

@@ -11,6 +11,7 @@
 #include "codegen/transposed_x_plan.h"
 #include "codegen/pointwise_kernel.h"
 #include "codegen/reduction_kernel.h"
+#include "codegen/mma_gemm_kernel.h"
 #include "codegen/small_gemm_kernel.h"
 #include "ir/error.h"
 
@@ -23,6 +24,32 @@ Epilogue epilogue_of(ir::Op op) {
     case ir::Op::MatMulBiasRelu: return Epilogue::ReluBias;
     case ir::Op::MatMulBiasGeluTanh: return Epilogue::GeluTanhBias;
     default: return Epilogue::None;  // plain, or a residual through C
+  }
+}
+
+// Each GEMM step a generated kernel can compute becomes one where options say so (every one the
+// CUDA-core kernel can, or the decider's pick among the candidates, recorded in plan.choices).
+void apply_small_gemms(Plan& plan, const PlanOptions& options,
+                       std::set<std::string>& kernel_names) {
+  if (!options.small_gemms && !options.small_gemm_decider) return;
+  for (Step& step : plan.steps) {
+    const auto* s = std::get_if<GemmStep>(&step);
+    if (!s) continue;
+    std::optional<KernelStep> kernel;
+    if (options.small_gemms) {
+      kernel = generate_small_gemm_kernel(*s);
+    } else {
+      std::vector<KernelStep> candidates;
+      for (auto* make : {&generate_small_gemm_kernel, &generate_mma_gemm_kernel})
+        if (auto k = make(*s)) candidates.push_back(std::move(*k));
+      if (candidates.empty()) continue;
+      KernelChoice c = options.small_gemm_decider(plan, *s, candidates);
+      plan.choices.push_back({s->name, c.use_kernel, std::move(c.why)});
+      if (c.use_kernel) kernel = std::move(candidates.at(c.kernel));
+    }
+    if (!kernel) continue;
+    kernel->name = take_unique_name(kernel_names, kernel->name);
+    step = std::move(*kernel);
   }
 }
 
@@ -78,20 +105,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
         s.k = g.node(n.operands[0]).type.shape.last();
         s.dtype = n.type.dtype;
         s.ir_nodes = {n.name};
-        std::optional<KernelStep> kernel;
-        if (options.small_gemms || options.small_gemm_decider)
-          kernel = generate_small_gemm_kernel(s);
-        if (kernel && !options.small_gemms) {
-          KernelChoice c = options.small_gemm_decider(plan, s, *kernel);
-          plan.choices.push_back({s.name, c.use_kernel, std::move(c.why)});
-          if (!c.use_kernel) kernel.reset();
-        }
-        if (kernel) {
-          kernel->name = take_unique_name(kernel_names, kernel->name);
-          plan.steps.push_back(std::move(*kernel));
-        } else {
-          plan.steps.push_back(std::move(s));
-        }
+        plan.steps.push_back(std::move(s));  // a generated kernel instead: decided below
         break;
       }
       case ir::Op::FusedPointwise: {
@@ -121,7 +135,10 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
                                 n.name, ir::op_name(n.op)));
     }
   }
+  // Gated GEMMs first: gate and up become one kernel only while both are plain GEMM steps, so
+  // their own small-GEMM decisions (below) come after, for what the gated ones leave.
   apply_gated_gemms(plan, g, options.gated_gemm_decider);
+  apply_small_gemms(plan, options, kernel_names);
   apply_tf32x3(plan, g, options.tf32x3_decider);
   apply_transposed_x(plan, g, options.transposed_x_decider);
   return plan;

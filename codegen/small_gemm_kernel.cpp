@@ -7,18 +7,6 @@
 #include "ir/dtype.h"
 
 namespace mlpc::codegen {
-namespace {
-
-// The activation the epilogue applies after the bias, as an IR op (for its CUDA expression).
-std::optional<ir::Op> activation(Epilogue e) {
-  switch (e) {
-    case Epilogue::ReluBias: return ir::Op::Relu;
-    case Epilogue::GeluTanhBias: return ir::Op::GeluTanh;
-    default: return std::nullopt;
-  }
-}
-
-}  // namespace
 
 std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g) {
   if (g.residual >= 0 || g.n <= 0 || g.k <= 0 || g.n % kSmallGemmMinTile != 0)
@@ -57,7 +45,7 @@ std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g) {
   std::string epilogue = "      float v = acc;\n";
   if (bias) epilogue += "      v += b;\n";
   std::string helper;
-  if (auto act = activation(g.epilogue)) {
+  if (auto act = activation_of(g.epilogue)) {
     ir::Node n;
     n.op = *act;
     epilogue += fmt::format("      v = {};\n", cuda_expr(n, {"v"}));

@@ -95,13 +95,17 @@ struct GraphArgs {
     cmd->add_option("--small-gemms", small_gemms,
                     "tiny GEMMs (N a multiple of 32, no residual) as generated kernels instead "
                     "of cuBLASLt calls: auto (-O2's default: each one measured faster on this "
-                    "GPU), on, off (-O0/-O1's default)")
-        ->check(CLI::IsMember({"auto", "on", "off"}));
+                    "GPU; the CUDA-core kernel or, at up to 128 rows, the tensor-core mma "
+                    "kernel), on (the CUDA-core kernel), mma (the tensor-core kernel: bf16/f16, "
+                    "K % 32 == 0, N % 8 == 0), off (-O0/-O1's default)")
+        ->check(CLI::IsMember({"auto", "on", "off", "mma"}));
     cmd->add_option("--gated-gemms", gated_gemms,
                     "gate and up GEMMs with the pointwise kernel combining them (gelu_tanh(g)*u, "
                     "silu(g)*u, ...) as one generated Hopper kernel, sm_90 only: auto (-O2's "
-                    "default: where measured faster on this GPU), on, off (-O0/-O1's default)")
-        ->check(CLI::IsMember({"auto", "on", "off"}));
+                    "default: where measured faster on this GPU, against the mma.sync kernel too "
+                    "at up to 128 rows), on, mma (the mma.sync kernel, sm_80+: decode sizes), "
+                    "off (-O0/-O1's default)")
+        ->check(CLI::IsMember({"auto", "on", "off", "mma"}));
     cmd->add_option("--fp32-gemms", fp32_gemms,
                     "f32 GEMMs as IEEE fp32 on CUDA cores (ieee, the default at every level: "
                     "PyTorch's with TF32 off) or as three TF32 tensor-core products summed over "
@@ -139,12 +143,14 @@ struct GraphArgs {
                     : merge == "auto" ? MergeGemms::Measure
                                       : MergeGemms::Off;
     const std::string small = small_gemms.empty() ? level_default : small_gemms;
-    o.small_gemms = small == "on" ? SmallGemms::On
+    o.small_gemms = small == "on"     ? SmallGemms::On
                     : small == "auto" ? SmallGemms::Measure
+                    : small == "mma"  ? SmallGemms::Mma
                                       : SmallGemms::Off;
     const std::string gated = gated_gemms.empty() ? level_default : gated_gemms;
-    o.gated_gemms = gated == "on" ? GatedGemms::On
+    o.gated_gemms = gated == "on"     ? GatedGemms::On
                     : gated == "auto" ? GatedGemms::Measure
+                    : gated == "mma"  ? GatedGemms::Mma
                                       : GatedGemms::Off;
     if (!fusion) o.gated_gemms = GatedGemms::Off;  // eager: one kernel per op
     // Never a level's default: 3xTF32 changes fp32 results (codegen/tf32x3.h), so it is asked for.

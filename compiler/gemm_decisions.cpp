@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <future>
 #include <map>
 #include <memory>
@@ -221,25 +222,83 @@ DecisionCosts decision_costs() {
   return costs;
 }
 
+namespace {
+
+// What a generated GEMM kernel is, for a decision's record.
+std::string kernel_kind(const codegen::KernelStep& k) {
+  return k.tile_rows > 0 ? "tensor-core mma kernel" : "CUDA-core kernel";
+}
+
+// The fastest of `kernels` timed (us[i] > 0), or nullopt.
+std::optional<size_t> fastest(const std::vector<double>& us, const std::vector<size_t>& kernels) {
+  std::optional<size_t> best;
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (us[i] > 0 && (!best || us[i] < us[*best])) best = i;
+  return best;
+}
+
+// The others' times, for the record: "; CUDA-core kernel 4.10 us".
+std::string others_timed(const std::vector<codegen::KernelStep>& kernels,
+                         const std::vector<size_t>& timed, const std::vector<double>& us,
+                         size_t chosen) {
+  std::string s;
+  for (size_t i = 0; i < timed.size(); ++i)
+    if (i != chosen) s += fmt::format("; {} {:.2f} us", kernel_kind(kernels[timed[i]]), us[i]);
+  return s;
+}
+
+}  // namespace
+
+bool mma_gemms_run_on(const std::string& arch) {
+  int sm = 0;
+  return std::sscanf(arch.c_str(), "sm_%d", &sm) == 1 && sm >= 80;
+}
+
 codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool use_cache) {
+  if (mode == SmallGemms::Mma)
+    return [](const codegen::Plan&, const codegen::GemmStep&,
+              const std::vector<codegen::KernelStep>& kernels) {
+      for (size_t i = 0; i < kernels.size(); ++i)
+        if (kernels[i].tile_rows > 0)
+          return codegen::KernelChoice{true, "tensor-core mma kernel (--small-gemms mma)", i};
+      return codegen::KernelChoice{false, "cuBLASLt: the mma kernel cannot compute it"};
+    };
   if (mode != SmallGemms::Measure) return {};
   const bool gpu = !runtime::gpu_unavailable_reason();
   auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
   return [bench, rows, gpu, use_cache](const codegen::Plan& plan, const codegen::GemmStep& g,
-                                       const codegen::KernelStep& k) {
-    if (rows * g.n * g.k > kSmallGemmMaxMacs)
+                                       const std::vector<codegen::KernelStep>& kernels) {
+    // The kernels that can win at this size (the others are not measured).
+    std::vector<size_t> apply;
+    for (size_t i = 0; i < kernels.size(); ++i)
+      if (kernels[i].tile_rows > 0
+              ? rows <= kMmaGemmMaxRows && (!gpu || mma_gemms_run_on(runtime::device_arch()))
+              : rows * g.n * g.k <= kSmallGemmMaxMacs)
+        apply.push_back(i);
+    if (apply.empty())
       return codegen::KernelChoice{
           false, fmt::format("cuBLASLt: {} x {} x {} (M x N x K) is past the 2^26 "
-                             "multiply-adds a CUDA-core kernel can win (not measured)",
-                             rows, g.n, g.k)};
+                             "multiply-adds a CUDA-core kernel can win and the {} rows of the "
+                             "tensor-core mma kernel (not measured)",
+                             rows, g.n, g.k, kMmaGemmMaxRows)};
     if (!gpu) return codegen::KernelChoice{false, "cuBLASLt: no GPU to measure on"};
     try {
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       runtime::GemmBench& b = **bench;
       const std::string arch = runtime::device_arch();
-      const std::vector<double> us = alternatives_us(b, {{&plan, {k}}, {&plan, {g}}}, arch, rows,
-                                                     kSmallGemmRepeats, use_cache);
-      return decide_small_gemm(us[0], us[1], rows);
+      std::vector<Alternative> alts;
+      for (size_t i : apply) alts.push_back({&plan, {kernels[i]}});
+      alts.push_back({&plan, {g}});
+      const std::vector<double> us =
+          alternatives_us(b, alts, arch, rows, kSmallGemmRepeats, use_cache);
+      const std::optional<size_t> best = fastest(us, apply);
+      if (!best) return decide_small_gemm(0.0, us.back(), rows);
+      codegen::KernelChoice c = decide_small_gemm(us[*best], us.back(), rows);
+      c.kernel = apply[*best];
+      if (apply.size() > 1 || kernels[c.kernel].tile_rows > 0)
+        c.why += fmt::format(" (the {}{})", kernel_kind(kernels[c.kernel]),
+                             others_timed(kernels, apply, us, *best));
+      return c;
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
       return codegen::KernelChoice{false, fmt::format("cuBLASLt: could not time: {}", e.what())};
     }
@@ -258,24 +317,60 @@ codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, cons
                                              bool use_cache) {
   if (mode == GatedGemms::Off) return {};
   const bool hopper = gated_gemms_run_on(arch);
+  const bool mma = mma_gemms_run_on(arch) && rows <= kMmaGemmMaxRows;
   const bool gpu = mode == GatedGemms::Measure && !runtime::gpu_unavailable_reason();
   auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
-  return [=](const codegen::Plan& plan, const codegen::KernelStep& gated,
+  return [=](const codegen::Plan& plan, const std::vector<codegen::KernelStep>& kernels,
              const std::vector<codegen::Step>& apart) {
-    if (!hopper)
+    // The candidates this arch and size allow: the Hopper kernel first, then the mma one.
+    std::vector<size_t> apply;
+    for (size_t i = 0; i < kernels.size(); ++i)
+      if (kernels[i].gated ? hopper : mma) apply.push_back(i);
+    if (mode == GatedGemms::Mma) {
+      for (size_t i = 0; i < kernels.size(); ++i)
+        if (kernels[i].gated_mma)
+          return codegen::KernelChoice{true, "gated mma kernel (--gated-gemms mma)", i};
+      return codegen::KernelChoice{false, "kept apart: the mma kernel cannot compute it"};
+    }
+    if (mode == GatedGemms::On) {
+      if (!hopper || !kernels.front().gated)
+        return codegen::KernelChoice{
+            false, fmt::format("kept apart: the gated GEMM kernel needs sm_90 (TMA, WGMMA), the "
+                               "target is {}", arch)};
+      return codegen::KernelChoice{true, "gated GEMM kernel (--gated-gemms on)"};
+    }
+    if (apply.empty())
       return codegen::KernelChoice{
           false, fmt::format("kept apart: the gated GEMM kernel needs sm_90 (TMA, WGMMA), the "
-                             "target is {}", arch)};
-    if (mode == GatedGemms::On) return codegen::KernelChoice{true, "gated GEMM kernel (--gated-gemms on)"};
+                             "target is {}{}", arch,
+                             mma_gemms_run_on(arch)
+                                 ? fmt::format(", and the mma one at most {} rows", kMmaGemmMaxRows)
+                                 : "")};
     if (!gpu) return codegen::KernelChoice{false, "kept apart: no GPU to measure on"};
     try {
       if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
       runtime::GemmBench& b = **bench;
       // The steps apart first: their kernels (no sm_90a build) are ready long before the gated
       // kernel, so their timing runs while it builds, off a cold compile's longest path.
-      const std::vector<double> us = alternatives_us(b, {{&plan, apart}, {&plan, {gated}}}, arch,
-                                                     rows, kGatedRepeats, use_cache);
-      return decide_gated_gemm(us[1], us[0], rows);
+      std::vector<Alternative> alts = {{&plan, apart}};
+      for (size_t i : apply) alts.push_back({&plan, {kernels[i]}});
+      std::vector<double> us = alternatives_us(b, alts, arch, rows, kGatedRepeats, use_cache);
+      const double apart_us = us.front();
+      us.erase(us.begin());
+      const std::optional<size_t> best = fastest(us, apply);
+      if (!best) return decide_gated_gemm(0.0, apart_us, rows);
+      codegen::KernelChoice c = decide_gated_gemm(us[*best], apart_us, rows);
+      c.kernel = apply[*best];
+      if (kernels[c.kernel].gated_mma || apply.size() > 1) {
+        auto kind = [&](size_t i) {
+          return kernels[apply[i]].gated_mma ? "the mma kernel" : "the Hopper kernel";
+        };
+        c.why += fmt::format(" ({}", kind(*best));
+        for (size_t i = 0; i < apply.size(); ++i)
+          if (i != *best) c.why += fmt::format("; {} {:.1f} us", kind(i), us[i]);
+        c.why += ")";
+      }
+      return c;
     } catch (const Error& e) {  // a measurement that fails leaves the steps as they were
       return codegen::KernelChoice{false, fmt::format("kept apart: could not time: {}", e.what())};
     }

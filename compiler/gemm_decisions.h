@@ -23,8 +23,10 @@ struct DecisionCosts {
 DecisionCosts decision_costs();
 
 enum class MergeGemms { Off, On, Measure };
-enum class SmallGemms { Off, On, Measure };
-enum class GatedGemms { Off, On, Measure };
+// Mma: every GEMM (SmallGemms) or gated pattern (GatedGemms) the tensor-core mma kernel can
+// compute runs as it (codegen/mma_gemm_kernel.h), whatever the rows: asked for, not measured.
+enum class SmallGemms { Off, On, Measure, Mma };
+enum class GatedGemms { Off, On, Measure, Mma };
 enum class Fp32Gemms { Ieee, Tf32x3, Measure };
 enum class TransposedX { Off, On, Measure };
 
@@ -66,6 +68,13 @@ inline constexpr double kSmallGemmMinGain = 0.05;
 // Each GEMM is timed this many times in a row inside one CUDA graph, so its time per launch is
 // what it costs in a compiled plan rather than the graph's own launch overhead.
 inline constexpr int kSmallGemmRepeats = 8;
+
+// The tensor-core mma kernels (codegen/mma_gemm_kernel.h: plain and gated) read every weight
+// once per 16 rows, so past this many rows cuBLASLt's large tiles win: they are measured only up
+// to it (the decode-size GeGLU's 16 rows, the batch 1 and 16 sizes).
+inline constexpr int64_t kMmaGemmMaxRows = 128;
+// Whether `arch` has mma.sync on bf16/f16 (sm_80 on).
+bool mma_gemms_run_on(const std::string& arch);
 
 // The rule applied to measured times (µs per launch inside a CUDA graph).
 codegen::KernelChoice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows);

@@ -59,7 +59,7 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
   } else {
     const auto& k = std::get<KernelStep>(s);
     f = {k.name,
-         k.gated           ? "gated_gemm"
+         k.gemm_products() == 2 ? "gated_gemm"
          : k.gemm_k > 0    ? "gemm"
          : k.threads_per_row > 0 ? "reduction"
                                  : "pointwise",
@@ -69,7 +69,7 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
     f.bytes += p.buffers[k.output].bytes(batch);
     if (k.gemm_k > 0)
       f.flops = 2.0 * static_cast<double>(p.buffers[k.output].numel(batch)) * k.gemm_k *
-                (k.gated ? 2 : 1);  // a gated GEMM computes two products
+                k.gemm_products();
     f.dtype = p.buffers[k.output].type.dtype;
   }
   return f;

@@ -28,8 +28,13 @@ std::vector<codegen::Step> plan_steps(const ir::Graph& g, const CompileOptions& 
   if (taken) {
     if (o.small_gemms == SmallGemms::Measure)  // those the decider will measure
       plan.small_gemm_decider = [rows](const codegen::Plan&, const codegen::GemmStep& gemm,
-                                       const codegen::KernelStep&) {
-        return codegen::KernelChoice{rows * gemm.n * gemm.k <= kSmallGemmMaxMacs, ""};
+                                       const std::vector<codegen::KernelStep>& kernels) {
+        // The tensor-core kernel where its rows allow, else the CUDA-core one where it applies.
+        for (size_t i = kernels.size(); i-- > 0;)
+          if (kernels[i].tile_rows > 0 ? rows <= kMmaGemmMaxRows
+                                       : rows * gemm.n * gemm.k <= kSmallGemmMaxMacs)
+            return codegen::KernelChoice{true, "", i};
+        return codegen::KernelChoice{false, ""};
       };
     if (o.gated_gemms == GatedGemms::Measure)
       plan.gated_gemm_decider = gated_gemm_decider(GatedGemms::On, rows, arch);

@@ -97,10 +97,21 @@ inline void check_pipeline(std::string_view text) {
       ir::verify(r.graph);
       plans.push_back(codegen::build_plan(r.graph));
       plans.push_back(codegen::build_plan(r.graph, {.small_gemms = true}));
+      // Every gated GEMM as each candidate kernel (the Hopper one, then the mma one where the
+      // shape allows it), every small GEMM as the tensor-core mma kernel where it can.
+      for (bool last : {false, true}) {
+        plans.push_back(codegen::build_plan(
+            r.graph, {.gated_gemm_decider = [last](const codegen::Plan&,
+                                                   const std::vector<codegen::KernelStep>& ks,
+                                                   const std::vector<codegen::Step>&) {
+                        return codegen::KernelChoice{true, "fuzz: every gated GEMM",
+                                                     last ? ks.size() - 1 : 0};
+                      }}));
+      }
       plans.push_back(codegen::build_plan(
-          r.graph, {.gated_gemm_decider = [](const codegen::Plan&, const codegen::KernelStep&,
-                                             const std::vector<codegen::Step>&) {
-                      return codegen::KernelChoice{true, "fuzz: every gated GEMM"};
+          r.graph, {.small_gemm_decider = [](const codegen::Plan&, const codegen::GemmStep&,
+                                             const std::vector<codegen::KernelStep>& ks) {
+                      return codegen::KernelChoice{true, "fuzz: the last kernel", ks.size() - 1};
                     }}));
       plans.push_back(codegen::build_plan(
           r.graph, {.tf32x3_decider = [](const codegen::Plan&, const std::vector<codegen::Step>&,

@@ -79,6 +79,13 @@ void check_plan(const codegen::Plan& plan) {
       const auto& k = std::get<codegen::KernelStep>(step);
       MLPC_ASSERT(valid(k.output), "kernel " + k.name + ": bad output buffer");
       for (int i : k.inputs) MLPC_ASSERT(valid(i), "kernel " + k.name + ": bad input buffer");
+      if (k.gated_mma) {
+        MLPC_ASSERT(k.inputs.size() == 3 && k.gemm_k > 0 && k.tile_rows > 0,
+                    "gated GEMM " + k.name + ": needs x, wg, wu, K and its tile");
+        for (int w : {k.inputs[1], k.inputs[2]})
+          MLPC_ASSERT(plan.buffers[w].type.shape.dims == std::vector<int64_t>({k.row_len, k.gemm_k}),
+                      "gated GEMM " + k.name + ": weights are not [n, k]");
+      }
       if (k.gated) {
         MLPC_ASSERT(k.inputs.size() == 3 && k.gemm_k > 0 && k.smem_bytes > 0,
                     "gated GEMM " + k.name + ": needs x, wg, wu, K and its shared memory");

@@ -20,6 +20,8 @@
 #include "runtime/kernel_builds.h"
 #include "runtime/nvrtc_compiler.h"
 
+#include "gemm_test_util.h"
+
 using namespace mlpc;
 using mlpc::CompileOptions;
 
@@ -206,17 +208,7 @@ TEST_CASE("gated GEMMs: every GeGLU and SwiGLU sample, built by NVRTC for sm_90a
     CHECK(std::string(c.cubins.at(k->name).data(), 4) == "\x7f" "ELF");
   }
   // A combine that rounds through f16 needs the headers' conversions: they come back with it.
-  const char* casts = R"(func @g(%x: bf16[M, 64]) -> bf16[M, 64] {
-  %wg = param bf16[64, 64]
-  %wu = param bf16[64, 64]
-  %gate = matmul %x, %wg : bf16[M, 64]
-  %up = matmul %x, %wu : bf16[M, 64]
-  %act = silu %gate : bf16[M, 64]
-  %half = cast %act : f16[M, 64]
-  %back = cast %half : bf16[M, 64]
-  %h = mul %back, %up : bf16[M, 64]
-  return %h
-})";
+  const char* casts = testing::kGatedThroughF16;
   CompileOptions o = gated_options(GatedGemms::On);
   o.build_kernels = true;
   o.use_cache = false;

@@ -6,29 +6,19 @@
 
 #include "codegen/plan_builder.h"
 #include "ir/parser.h"
+#include "codegen/mma_gemm_kernel.h"
 #include "codegen/small_gemm_kernel.h"
 #include "compiler/compile.h"
 #include "compiler/report.h"
 #include "compiler/samples.h"
 #include "runtime/nvrtc_compiler.h"
+#include "gemm_test_util.h"
 
 using namespace mlpc;
 
 namespace {
 
-codegen::GemmStep gemm(ir::DType dt, int64_t n, int64_t k, codegen::Epilogue e) {
-  codegen::GemmStep g;
-  g.name = "gemm_y";
-  g.x = 0, g.w = 1, g.y = 3;
-  g.epilogue = e;
-  if (e != codegen::Epilogue::None) g.bias = 2;
-  g.n = n;
-  g.k = k;
-  g.dtype = dt;
-  g.op = "matmul";
-  g.ir_nodes = {"y"};
-  return g;
-}
+using testing::gemm_step;
 
 bool has(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
@@ -38,7 +28,7 @@ bool has(const std::string& s, const std::string& what) {
 
 TEST_CASE("small GEMM kernels: taken for n a multiple of 32 without a residual", "[small_gemm]") {
   using codegen::Epilogue;
-  auto k = codegen::generate_small_gemm_kernel(gemm(ir::DType::BF16, 64, 32, Epilogue::Bias));
+  auto k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::BF16, 64, 32, Epilogue::Bias));
   REQUIRE(k);
   CHECK(k->name == "gemm_y");
   CHECK(k->inputs == std::vector<int>{0, 1, 2});
@@ -57,26 +47,26 @@ TEST_CASE("small GEMM kernels: taken for n a multiple of 32 without a residual",
   CHECK(codegen::launch_dims(*k, 1024 * 64).grid == 1024);
   CHECK(codegen::launch_dims(*k, 1024 * 64).block == 256);
   // Enough chunks along K (256 f32 = 64 chunks of 4): 8 threads per output, 32 columns a block.
-  k = codegen::generate_small_gemm_kernel(gemm(ir::DType::F32, 256, 256, Epilogue::Bias));
+  k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::F32, 256, 256, Epilogue::Bias));
   REQUIRE(k);
   CHECK(k->out_row_len == codegen::kSmallGemmMinTile);
   CHECK(has(k->source, "constexpr int kParts = 8;"));
   // Few chunks, but 64 columns do not divide n = 96: stays at 8 threads per output, 32 columns.
-  k = codegen::generate_small_gemm_kernel(gemm(ir::DType::BF16, 96, 16, Epilogue::None));
+  k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::BF16, 96, 16, Epilogue::None));
   REQUIRE(k);
   CHECK(k->out_row_len == 32);
 
-  k = codegen::generate_small_gemm_kernel(gemm(ir::DType::F32, 256, 7, Epilogue::ReluBias));
+  k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::F32, 256, 7, Epilogue::ReluBias));
   REQUIRE(k);
   CHECK(k->vec == 1);  // K = 7: rows of x and w are not 16-byte aligned
   CHECK(has(k->source, "v = fmaxf(v, 0.0f);"));
-  k = codegen::generate_small_gemm_kernel(gemm(ir::DType::F16, 96, 64, Epilogue::None));
+  k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::F16, 96, 64, Epilogue::None));
   REQUIRE(k);
   CHECK(k->inputs.size() == 2);
   CHECK_FALSE(has(k->source, "in2"));
 
-  CHECK_FALSE(codegen::generate_small_gemm_kernel(gemm(ir::DType::F32, 100, 64, Epilogue::None)));
-  codegen::GemmStep with_residual = gemm(ir::DType::F32, 64, 64, Epilogue::None);
+  CHECK_FALSE(codegen::generate_small_gemm_kernel(gemm_step(ir::DType::F32, 100, 64, Epilogue::None)));
+  codegen::GemmStep with_residual = gemm_step(ir::DType::F32, 64, 64, Epilogue::None);
   with_residual.residual = 2;
   CHECK_FALSE(codegen::generate_small_gemm_kernel(with_residual));
 }
@@ -87,7 +77,7 @@ TEST_CASE("small GEMM kernels compile with NVRTC in every dtype and epilogue",
   for (ir::DType dt : {ir::DType::F32, ir::DType::F16, ir::DType::BF16})
     for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::ReluBias, Epilogue::GeluTanhBias})
       for (auto [n, k] : {std::pair<int64_t, int64_t>{64, 32}, {256, 256}, {32, 7}, {3072, 768}}) {
-        auto step = codegen::generate_small_gemm_kernel(gemm(dt, n, k, e));
+        auto step = codegen::generate_small_gemm_kernel(gemm_step(dt, n, k, e));
         REQUIRE(step);
         INFO(step->source);
         std::vector<char> cubin = runtime::compile_to_cubin(step->source, step->name, "sm_90");
@@ -128,8 +118,12 @@ TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, a
   std::vector<std::string> asked;
   // Take the first GEMM asked about, refuse the rest.
   auto decider = [&](const codegen::Plan& plan, const codegen::GemmStep& g,
-                     const codegen::KernelStep& k) {
-    CHECK(k.name == g.name);
+                     const std::vector<codegen::KernelStep>& ks) {
+    // The CUDA-core kernel, then the tensor-core one (bf16, k % 32 == 0, n % 8 == 0).
+    REQUIRE(ks.size() == 2);
+    CHECK(ks[0].name == g.name);
+    CHECK(ks[1].name == "mma_" + g.name);
+    CHECK(ks[1].tile_rows == codegen::kMmaTileRows);
     CHECK(plan.buffers.size() > static_cast<size_t>(g.y));  // the GEMM's buffers exist
     asked.push_back(g.name);
     return codegen::KernelChoice{asked.size() == 1, fmt::format("choice {}", asked.size())};

@@ -1,0 +1,222 @@
+// Tensor-core mma.sync GEMM kernels (codegen/mma_gemm_kernel.h), CPU side: their shapes and
+// launch grids, what they refuse, how plans take them (--small-gemms mma, --gated-gemms mma, a
+// decider's pick among the candidates), and NVRTC builds of every form. Numbers against the
+// fp64 reference: tests/gpu/test_gpu_mma_gemm.cpp.
+#include <catch2/catch.hpp>
+
+#include "codegen/mma_gemm_kernel.h"
+#include "codegen/plan_builder.h"
+#include "compiler/compile.h"
+#include "compiler/gemm_decisions.h"
+#include "compiler/report.h"
+#include "compiler/retype.h"
+#include "compiler/samples.h"
+#include "ir/parser.h"
+#include "runtime/device.h"
+#include "runtime/nvrtc_compiler.h"
+#include "gemm_test_util.h"
+
+using namespace mlpc;
+
+namespace {
+
+using testing::gemm_step;
+
+bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+CompileOptions mma_options(SmallGemms small, GatedGemms gated, int64_t rows = 16) {
+  CompileOptions o{.fusion = true, .epilogues = true, .arch = "sm_90", .build_kernels = false,
+                   .decide_rows = rows, .measure_epilogues = false};
+  o.small_gemms = small;
+  o.gated_gemms = gated;
+  return o;
+}
+
+std::vector<const codegen::KernelStep*> mma_steps(const codegen::Plan& p) {
+  std::vector<const codegen::KernelStep*> out;
+  for (const codegen::Step& s : p.steps)
+    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->tile_rows > 0) out.push_back(k);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("mma GEMM kernels: block shapes, launch grids and what they refuse", "[mma_gemm]") {
+  using codegen::mma_gemm_shape;
+  // The decode GeGLU's gate|up: K = 768 is 24 chunks, 4 to a warp; 2 MMA tiles (16 columns of
+  // both weights) leave 192 blocks at 16 rows, more than one wave.
+  CHECK(mma_gemm_shape(3072, 768, true).warps == 6);
+  CHECK(mma_gemm_shape(3072, 768, true).n_tiles == 2);
+  // Its down GEMM: K = 3072 takes the most warps; n = 768 gives 96 tiles of 8, so no widening.
+  CHECK(mma_gemm_shape(768, 3072, false).warps == 8);
+  CHECK(mma_gemm_shape(768, 3072, false).n_tiles == 1);
+  // The article's Linear: one chunk, one warp.
+  CHECK(mma_gemm_shape(64, 32, false).warps == 1);
+  CHECK(mma_gemm_shape(64, 32, false).n_tiles == 1);
+  // Wide plain GEMMs go to 4 tiles (32 columns) where a wave remains.
+  CHECK(mma_gemm_shape(8192, 1024, false).n_tiles == 4);
+  CHECK(mma_gemm_shape(14336, 4096, true).n_tiles == 2);
+
+  auto k = codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::BF16, 768, 3072, codegen::Epilogue::None));
+  REQUIRE(k);
+  CHECK(k->name == "mma_gemm_y");
+  CHECK(k->inputs == std::vector<int>{0, 1});
+  CHECK(k->output == 3);
+  CHECK(k->gemm_k == 3072);
+  CHECK(k->row_len == 768);
+  CHECK(k->tile_rows == 16);
+  CHECK(k->out_row_len == 8);
+  CHECK(k->threads_per_row == 256);
+  CHECK_FALSE(k->gated_mma);
+  CHECK(k->gemm_products() == 1);
+  CHECK(has(k->source, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+  CHECK(has(k->source, "__shared__ float part[kWarps]"));  // several warps meet in shared memory
+  // A block per 16-row tile and 8 columns: 96 at 16 rows, 192 at 17 (a partial tile), capped
+  // where the rows are many (the kernel loops).
+  CHECK(codegen::launch_dims(*k, 16 * 768).grid == 96);
+  CHECK(codegen::launch_dims(*k, 16 * 768).block == 256);
+  CHECK(codegen::launch_dims(*k, 17 * 768).grid == 192);
+  CHECK(codegen::launch_dims(*k, 1 * 768).grid == 96);
+  CHECK(codegen::launch_dims(*k, 8192LL * 768).grid == 132 * 16);
+
+  auto linear = codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::F16, 64, 32, codegen::Epilogue::ReluBias));
+  REQUIRE(linear);
+  CHECK(linear->inputs == std::vector<int>{0, 1, 2});
+  CHECK(has(linear->source, ".f32.f16.f16.f32"));
+  CHECK(has(linear->source, "v += mlpc_to_float(bias[col]);"));
+  CHECK(has(linear->source, "v = fmaxf(v, 0.0f);"));
+  CHECK_FALSE(has(linear->source, "__shared__"));  // one warp: each lane stores its fragments
+  CHECK(codegen::launch_dims(*linear, 1024 * 64).grid == 64 * 8);
+  CHECK(codegen::launch_dims(*linear, 1024 * 64).block == 32);
+
+  // Refused: f32 (no such MMA here), K not a multiple of 32, N not of 8, a residual through C.
+  using codegen::Epilogue;
+  CHECK_FALSE(codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::F32, 64, 32, Epilogue::None)));
+  CHECK_FALSE(codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::BF16, 64, 48, Epilogue::None)));
+  CHECK_FALSE(codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::BF16, 36, 64, Epilogue::None)));
+  codegen::GemmStep with_residual = gemm_step(ir::DType::BF16, 64, 64, Epilogue::None);
+  with_residual.residual = 2;
+  CHECK_FALSE(codegen::generate_mma_gemm_kernel(with_residual));
+  CHECK_THROWS_WITH(codegen::generate_mma_gated_source("k", ir::DType::BF16, 64, 48, "", "return g;"),
+                    Catch::Contains("k % 32 == 0"));
+  CHECK(mma_gemms_run_on("sm_80"));
+  CHECK(mma_gemms_run_on("sm_90a"));
+  CHECK_FALSE(mma_gemms_run_on("sm_75"));
+}
+
+TEST_CASE("mma GEMM kernels compile with NVRTC in every dtype and epilogue", "[mma_gemm][nvrtc]") {
+  using codegen::Epilogue;
+  for (ir::DType dt : {ir::DType::F16, ir::DType::BF16})
+    for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::ReluBias, Epilogue::GeluTanhBias})
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{64, 32}, {768, 3072}, {3072, 768}}) {
+        auto step = codegen::generate_mma_gemm_kernel(gemm_step(dt, n, k, e));
+        REQUIRE(step);
+        INFO(step->source);
+        std::vector<char> cubin = runtime::compile_to_cubin(step->source, step->name, "sm_90");
+        CHECK(std::string(cubin.data(), 4) == "\x7f" "ELF");
+      }
+  // sm_80 has the instruction too.
+  auto step = codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::BF16, 64, 32, Epilogue::None));
+  CHECK(std::string(runtime::compile_to_cubin(step->source, step->name, "sm_80").data(), 4) ==
+        "\x7f" "ELF");
+}
+
+TEST_CASE("gated GEMMs asked as mma kernels: gate, up and their combine as one mma kernel, for every GeGLU and "
+          "SwiGLU sample, merged or not, built by NVRTC", "[mma_gemm][nvrtc]") {
+  for (const char* name : {"geglu", "llama_geglu", "ffn", "ffn_swiglu"})
+    for (MergeGemms merge : {MergeGemms::Off, MergeGemms::On}) {
+      INFO(name << " merged " << (merge == MergeGemms::On));
+      CompileOptions o = mma_options(SmallGemms::Off, GatedGemms::Mma);
+      o.merge_gemms = merge;
+      o.build_kernels = true;
+      o.use_cache = false;
+      CompiledGraph c = compile(make_sample(name), o);
+      const auto mma = mma_steps(c.plan);
+      REQUIRE(mma.size() == 1);
+      const codegen::KernelStep& k = *mma[0];
+      CHECK(k.gated_mma);
+      CHECK_FALSE(k.gated);  // no TMA, no sm_90a build
+      CHECK(k.gemm_products() == 2);
+      CHECK(k.inputs.size() == 3);
+      CHECK(k.name.rfind("mma_mlpc_fused_", 0) == 0);
+      CHECK(has(k.source, "mlpc_gate_combine(g, u)"));
+      CHECK(std::string(c.cubins.at(k.name).data(), 4) == "\x7f" "ELF");
+      REQUIRE_FALSE(c.plan.choices.empty());
+      CHECK(c.plan.choices.back().why == "gated mma kernel (--gated-gemms mma)");
+    }
+  // The plan as printed: one gated_gemm step of two products at the decode size.
+  CompiledGraph c = compile(make_sample("geglu"), mma_options(SmallGemms::Mma, GatedGemms::Mma));
+  CHECK(has(plan_text(c, 16), "plan for @geglu at batch 16: 2 launches\n"
+                              "   0. gated_gemm mma_mlpc_fused_gelu_tanh_mul_0"));
+  CHECK(has(plan_text(c, 16), "1. gemm      mma_gemm_down"));
+  // A combine that rounds through f16 brings the headers' conversions with it.
+  const char* casts = testing::kGatedThroughF16;
+  CompileOptions o = mma_options(SmallGemms::Off, GatedGemms::Mma);
+  o.build_kernels = true;
+  o.use_cache = false;
+  CompiledGraph cast = compile(ir::parse(casts, "casts.mlp"), o);
+  REQUIRE(mma_steps(cast.plan).size() == 1);
+  CHECK(std::string(cast.cubins.at(mma_steps(cast.plan)[0]->name).data(), 4) == "\x7f" "ELF");
+}
+
+TEST_CASE("gated deciders see the Hopper kernel, then the mma one, and the plan takes the pick",
+          "[mma_gemm]") {
+  CompiledGraph c = compile(make_sample("geglu"), mma_options(SmallGemms::Off, GatedGemms::Off));
+  std::vector<std::string> offered;
+  auto pick = [&](size_t which) {
+    return [&offered, which](const codegen::Plan&, const std::vector<codegen::KernelStep>& ks,
+                             const std::vector<codegen::Step>& replaced) {
+      offered.clear();
+      for (const codegen::KernelStep& k : ks) offered.push_back(k.name);
+      CHECK(replaced.size() == 3);  // gate, up, the gelu*mul kernel
+      return codegen::KernelChoice{true, "picked", which};
+    };
+  };
+  codegen::Plan hopper = codegen::build_plan(c.pipeline.graph, {.gated_gemm_decider = pick(0)});
+  CHECK(offered == std::vector<std::string>{"mlpc_fused_gelu_tanh_mul_0",
+                                            "mma_mlpc_fused_gelu_tanh_mul_0"});
+  CHECK(std::get<codegen::KernelStep>(hopper.steps[0]).gated);
+  codegen::Plan mma = codegen::build_plan(c.pipeline.graph, {.gated_gemm_decider = pick(1)});
+  const auto& k = std::get<codegen::KernelStep>(mma.steps[0]);
+  CHECK(k.gated_mma);
+  CHECK(mma.launches() == 2);
+  // The choice is recorded under the pattern's one name, whichever kernel took it.
+  REQUIRE(mma.choices.size() == 1);
+  CHECK(mma.choices[0].step == "mlpc_fused_gelu_tanh_mul_0");
+  // Without a GPU, measuring keeps the steps apart and says so; an arch without mma.sync (and
+  // without the Hopper kernel) is refused for both.
+  if (runtime::gpu_unavailable_reason()) {
+    CompiledGraph m = compile(make_sample("geglu"), mma_options(SmallGemms::Off, GatedGemms::Measure));
+    CHECK(m.plan.choices.back().why == "kept apart: no GPU to measure on");
+  }
+  CompileOptions turing = mma_options(SmallGemms::Off, GatedGemms::Measure);
+  turing.arch = "sm_75";
+  CHECK(compile(make_sample("geglu"), turing).plan.choices.back().why ==
+        "kept apart: the gated GEMM kernel needs sm_90 (TMA, WGMMA), the target is sm_75");
+  CompileOptions ampere = turing;
+  ampere.arch = "sm_80";
+  ampere.decide_rows = 4096;
+  CHECK(compile(make_sample("geglu"), ampere).plan.choices.back().why ==
+        "kept apart: the gated GEMM kernel needs sm_90 (TMA, WGMMA), the target is sm_80, and "
+        "the mma one at most 128 rows");
+}
+
+TEST_CASE("small-GEMM deciders: the mma kernel is measured only up to 128 rows", "[mma_gemm]") {
+  // Past both limits nothing is timed, and the record says why (no GPU needed to decide that).
+  codegen::SmallGemmDecider d = small_gemm_decider(SmallGemms::Measure, 4096);
+  const codegen::GemmStep g = gemm_step(ir::DType::BF16, 768, 3072, codegen::Epilogue::None);
+  std::vector<codegen::KernelStep> ks;
+  ks.push_back(*codegen::generate_mma_gemm_kernel(g));
+  codegen::KernelChoice c = d(codegen::Plan{}, g, ks);
+  CHECK_FALSE(c.use_kernel);
+  CHECK(c.why == "cuBLASLt: 4096 x 768 x 3072 (M x N x K) is past the 2^26 multiply-adds a "
+                 "CUDA-core kernel can win and the 128 rows of the tensor-core mma kernel (not "
+                 "measured)");
+  // --small-gemms mma: every GEMM the kernel can compute, whatever the rows.
+  CompiledGraph all = compile(make_sample("geglu"), mma_options(SmallGemms::Mma, GatedGemms::Off, 8192));
+  CHECK(mma_steps(all.plan).size() == 3);
+  for (const codegen::StepChoice& ch : all.plan.choices) CHECK(ch.taken);
+  // f32 has no such kernel: mlp3_small keeps cuBLASLt, and says why.
+  CompiledGraph f32 = compile(make_sample("mlp3_small"), mma_options(SmallGemms::Mma, GatedGemms::Off));
+  CHECK(mma_steps(f32.plan).empty());
+}
