@@ -95,8 +95,8 @@ struct GraphArgs {
     cmd->add_option("--small-gemms", small_gemms,
                     "tiny GEMMs (N a multiple of 32, no residual) as generated kernels instead "
                     "of cuBLASLt calls: auto (-O2's default: each one measured faster on this "
-                    "GPU; the CUDA-core kernel or, at up to 128 rows, the tensor-core mma "
-                    "kernel), on (the CUDA-core kernel), mma (the tensor-core kernel: bf16/f16, "
+                    "GPU; the CUDA-core kernel, or the tensor-core mma kernel at up to 128 rows "
+                    "or wherever the CUDA-core one is timed), on (the CUDA-core kernel), mma (the tensor-core kernel: bf16/f16, "
                     "K % 32 == 0, N % 8 == 0), off (-O0/-O1's default)")
         ->check(CLI::IsMember({"auto", "on", "off", "mma"}));
     cmd->add_option("--gated-gemms", gated_gemms,

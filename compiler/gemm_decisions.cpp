@@ -272,7 +272,8 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
     std::vector<size_t> apply;
     for (size_t i = 0; i < kernels.size(); ++i)
       if (kernels[i].tile_rows > 0
-              ? rows <= kMmaGemmMaxRows && (!gpu || mma_gemms_run_on(runtime::device_arch()))
+              ? mma_gemm_measured(rows, g.n, g.k) &&
+                    (!gpu || mma_gemms_run_on(runtime::device_arch()))
               : rows * g.n * g.k <= kSmallGemmMaxMacs)
         apply.push_back(i);
     if (apply.empty())
