@@ -164,8 +164,9 @@ struct GraphArgs {
                      : transposed == "auto" ? TransposedX::Measure
                                             : TransposedX::Off;
     if (!fusion) o.transposed_x = TransposedX::Off;  // eager: PyTorch's layouts
-    // Measured at the largest batch asked for: the one whose time matters most.
-    o.decide_rows = batches.empty() ? batch : *std::max_element(batches.begin(), batches.end());
+    // Measured at the batch asked for; bench with several sizes decides at each
+    // (compiler/batch_plans.h), and its --trace follows the first, as this does.
+    o.decide_rows = batch;
     return o;
   }
 

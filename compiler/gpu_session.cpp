@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <optional>
 
 #include "codegen/tf32x3_plan.h"
+#include "compiler/batch_plans.h"
 #include "compiler/report.h"
 #include "ir/error.h"
 #include "runtime/cache_dir.h"
@@ -31,8 +33,21 @@ double wall_ms(const std::function<void()>& f) {
   return runtime::ms_since(t0);
 }
 
-// One mode (eager or compiled): compiled once, then run at every batch size by one executor,
-// which keeps an arena and a CUDA graph per batch; NVRTC never runs again for a new batch.
+// The cold compile's phases, summed over its plans (one per distinct decision outcome).
+nlohmann::json cold_phases(const BatchPlans& cold) {
+  double passes = 0, plan = 0, wait = 0, timing = 0, kernels = 0, nvrtc = 0;
+  for (const BatchPlan& p : cold.plans) {
+    const CompiledGraph& c = p.compiled;
+    passes += c.passes_ms, plan += c.plan_ms, wait += c.plan_build_wait_ms;
+    timing += c.plan_timing_ms, kernels += c.compile_ms, nvrtc += c.nvrtc_ms;
+  }
+  return {{"passes_ms", passes},     {"plan_ms", plan},       {"plan_build_wait_ms", wait},
+          {"plan_timing_ms", timing}, {"kernels_ms", kernels}, {"nvrtc_ms", nvrtc}};
+}
+
+// One mode (eager or compiled): compiled once for every batch size (compiler/batch_plans.h: each
+// size's decisions measured at it), then each size run on its plan by that plan's executor, which
+// keeps an arena and a CUDA graph per batch; NVRTC never runs again for a new batch.
 std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& options,
                                 const runtime::ExecutorOptions& exec_options,
                                 const std::vector<int64_t>& batches, uint64_t seed,
@@ -40,28 +55,30 @@ std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& option
   // Cold: a first compile on a fresh machine, every cache empty but in use (a kernel NVRTC built
   // for a measurement is the plan's too); without caches (use_cache off) it is what it is.
   double cold_ms = 0;
-  CompiledGraph cold;
+  BatchPlans cold;
   {
     std::optional<runtime::FreshCacheDir> fresh;
     if (options.use_cache) fresh.emplace();
-    cold_ms = wall_ms([&] { cold = compile(g, options); });
+    cold_ms = wall_ms([&] { cold = compile_for_batches(g, options, batches); });
   }
-  compile(g, options);  // fills the cache if it was empty
-  CompiledGraph c;
-  double warm_ms = wall_ms([&] { c = compile(g, options); });
+  compile_for_batches(g, options, batches);  // fills the cache if it was empty
+  BatchPlans plans;
+  double warm_ms = wall_ms([&] { plans = compile_for_batches(g, options, batches); });
 
-  runtime::Executor exec(c.plan, c.cubins, exec_options);
+  std::vector<std::unique_ptr<runtime::Executor>> executors(plans.plans.size());
   std::vector<ModeResult> results;
   for (int64_t batch : batches) {
     ModeResult& m = results.emplace_back();
     m.compile_cold_ms = cold_ms;
     m.compile_warm_ms = warm_ms;
-    m.compile_cold_phases = {{"passes_ms", cold.passes_ms},
-                             {"plan_ms", cold.plan_ms},
-                             {"plan_build_wait_ms", cold.plan_build_wait_ms},
-                             {"plan_timing_ms", cold.plan_timing_ms},
-                             {"kernels_ms", cold.compile_ms},
-                             {"nvrtc_ms", cold.nvrtc_ms}};
+    m.compile_cold_phases = cold_phases(cold);
+    const size_t which = plans.index_for(batch);
+    const CompiledGraph& c = plans.plans[which].compiled;
+    m.plan_decided_at = plans.plans[which].decided_at;
+    m.plans_compiled = static_cast<int>(plans.plans.size());
+    if (!executors[which])
+      executors[which] = std::make_unique<runtime::Executor>(c.plan, c.cubins, exec_options);
+    runtime::Executor& exec = *executors[which];
     Values values = values_for ? values_for(batch) : random_values(g, batch, seed);
     std::vector<int64_t> rows = sample_rows(batch);
     bind_values(exec, c.plan, values, batch);
@@ -158,6 +175,8 @@ nlohmann::json to_json(const BenchResult& r) {
                           {"compile_cold_ms", m.compile_cold_ms},
                           {"compile_warm_ms", m.compile_warm_ms},
                           {"compile_cold_phases", m.compile_cold_phases},
+                          {"plan_decided_at", m.plan_decided_at},
+                          {"plans_compiled", m.plans_compiled},
                           {"gemms", gemms},
                           {"steps", m.steps},
                           {"gpu", runtime::to_json(m.gpu)}};
@@ -191,6 +210,11 @@ std::string to_text(const BenchResult& r) {
                        ph["passes_ms"].get<double>(), ph["plan_ms"].get<double>(),
                        ph["plan_build_wait_ms"].get<double>(), ph["plan_timing_ms"].get<double>(),
                        ph["kernels_ms"].get<double>(), ph["nvrtc_ms"].get<double>());
+  if (r.compiled.plans_compiled > 1)  // one compile, a plan per decision outcome
+    out += fmt::format("  compiled runs the plan {} (one of {} the compile made for the batch "
+                       "sizes asked for)\n",
+                       describe_decided_at(r.compiled.plan_decided_at),
+                       r.compiled.plans_compiled);
   for (auto [name, m] : {std::pair{"eager", &r.eager}, std::pair{"compiled", &r.compiled}}) {
     out += fmt::format("  {} steps, each alone on the GPU:\n", name);
     for (const auto& s : m->steps)

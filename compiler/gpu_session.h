@@ -34,6 +34,10 @@ struct ModeResult {
   double compile_cold_ms = 0;     // compile() with an empty cache: passes, codegen, NVRTC
   double compile_warm_ms = 0;     // compile() with every kernel in the on-disk cache
   nlohmann::json compile_cold_phases;  // the cold compile's passes_ms, plan_ms, kernels_ms, nvrtc_ms
+  // The plan this batch ran (compiler/batch_plans.h): the sizes whose decisions gave it, and how
+  // many distinct plans the one compile for every size made.
+  std::vector<int64_t> plan_decided_at;
+  int plans_compiled = 1;
   std::vector<runtime::GemmChoice> gemms;
   nlohmann::json steps;  // per launch: name, kind, GPU µs alone, bytes, GB/s (or TFLOP/s)
   runtime::GpuState gpu;  // the SM clock and power while the forwards were timed
@@ -53,8 +57,9 @@ using ValuesFor = std::function<Values(int64_t batch)>;
 
 // Eager: fusion off, heuristic GEMMs, no CUDA graph (one launch per op, as PyTorch eager runs).
 // Compiled: `compiled` and `exec` (by default tuned GEMMs and one CUDA graph per forward).
-// Each is compiled once and run at every batch size, on the same values, checked against
-// the reference and timed. One result per batch size.
+// Each is compiled once for every batch size (compiler/batch_plans.h: -O2 decides at each size,
+// the sizes deciding alike sharing a plan) and run at each on its plan, on the same values,
+// checked against the reference and timed. One result per batch size.
 std::vector<BenchResult> bench(const ir::Graph& g, const std::vector<int64_t>& batches,
                                uint64_t seed, const CompileOptions& compiled = {},
                                const runtime::ExecutorOptions& exec = {},
