@@ -76,7 +76,7 @@ struct GraphArgs {
     cmd->add_option("file", file, "a .mlp file");
     const auto batch_range = CLI::Range(int64_t{1}, int64_t{1} << 24);
     if (several_batches)
-      cmd->add_option("--batch", batches, "batch sizes M, e.g. 1,16,256 (one compile for all)")
+      cmd->add_option("--batch", batches, "batch sizes M, e.g. 1,16,256: one compile for all, -O2 deciding at each")
           ->delimiter(',')
           ->check(batch_range);
     else
