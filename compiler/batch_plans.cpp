@@ -4,12 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <memory>
 
 #include "compiler/report.h"
-#include "compiler/speculative_builds.h"
 #include "ir/error.h"
-#include "runtime/device.h"
 
 namespace mlpc {
 
@@ -55,16 +52,6 @@ BatchPlans compile_for_batches(const ir::Graph& g, const CompileOptions& options
     o.decide_rows = batches.back();
     out.plans.push_back({batches, compile_one(g, o)});
     return out;
-  }
-  // The kernels each size's decisions will time build from the start, on other threads, while
-  // the sizes before it are measured: a cold compile for five sizes is otherwise five NVRTC
-  // waits in a row. (The first size's compile starts its own; builds in flight are shared.)
-  const std::string arch = options.arch.empty() ? runtime::device_arch() : options.arch;
-  std::vector<std::unique_ptr<SpeculativeBuilds>> ahead;
-  for (size_t i = 1; i < batches.size(); ++i) {
-    CompileOptions o = options;
-    o.decide_rows = batches[i];
-    ahead.push_back(std::make_unique<SpeculativeBuilds>(g, o, arch));
   }
   std::vector<std::string> signatures;
   for (int64_t b : batches) {
