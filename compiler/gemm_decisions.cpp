@@ -271,10 +271,8 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
     // The kernels that can win at this size (the others are not measured).
     std::vector<size_t> apply;
     for (size_t i = 0; i < kernels.size(); ++i)
-      if (kernels[i].tile_rows > 0
-              ? mma_gemm_measured(rows, g.n, g.k) &&
-                    (!gpu || mma_gemms_run_on(runtime::device_arch()))
-              : rows * g.n * g.k <= kSmallGemmMaxMacs)
+      if (small_gemm_candidate_timed(kernels[i], g, rows) &&
+          (kernels[i].tile_rows == 0 || !gpu || mma_gemms_run_on(runtime::device_arch())))
         apply.push_back(i);
     if (apply.empty())
       return codegen::KernelChoice{

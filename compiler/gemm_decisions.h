@@ -79,6 +79,14 @@ inline constexpr int64_t kMmaGemmMaxRows = 128;
 inline bool mma_gemm_measured(int64_t rows, int64_t n, int64_t k) {
   return rows <= kMmaGemmMaxRows || rows * n * k <= kSmallGemmMaxMacs;
 }
+// Whether the small-GEMM decision at `rows` times `kernel`, a candidate for `gemm`: the
+// tensor-core kernel per mma_gemm_measured, the CUDA-core one up to kSmallGemmMaxMacs. (The
+// decision also needs a GPU that runs it; the speculative builds build what this allows.)
+inline bool small_gemm_candidate_timed(const codegen::KernelStep& kernel,
+                                       const codegen::GemmStep& gemm, int64_t rows) {
+  return kernel.tile_rows > 0 ? mma_gemm_measured(rows, gemm.n, gemm.k)
+                              : rows * gemm.n * gemm.k <= kSmallGemmMaxMacs;
+}
 // Whether `arch` has mma.sync on bf16/f16 (sm_80 on).
 bool mma_gemms_run_on(const std::string& arch);
 

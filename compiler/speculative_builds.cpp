@@ -31,8 +31,7 @@ std::vector<codegen::Step> plan_steps(const ir::Graph& g, const CompileOptions& 
                                        const std::vector<codegen::KernelStep>& kernels) {
         // The tensor-core kernel where its rows allow, else the CUDA-core one where it applies.
         for (size_t i = kernels.size(); i-- > 0;)
-          if (kernels[i].tile_rows > 0 ? mma_gemm_measured(rows, gemm.n, gemm.k)
-                                       : rows * gemm.n * gemm.k <= kSmallGemmMaxMacs)
+          if (small_gemm_candidate_timed(kernels[i], gemm, rows))
             return codegen::KernelChoice{true, "", i};
         return codegen::KernelChoice{false, ""};
       };
