@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -237,13 +238,13 @@ std::optional<size_t> fastest(const std::vector<double>& us, const std::vector<s
   return best;
 }
 
-// The others' times, for the record: "; CUDA-core kernel 4.10 us".
-std::string others_timed(const std::vector<codegen::KernelStep>& kernels,
-                         const std::vector<size_t>& timed, const std::vector<double>& us,
-                         size_t chosen) {
+// The other timed candidates, for the record: "; CUDA-core kernel 4.10 us" (`decimals` after
+// the point), each named by label(i), i indexing `us`.
+std::string others_timed(const std::vector<double>& us, size_t chosen, int decimals,
+                         const std::function<std::string(size_t)>& label) {
   std::string s;
-  for (size_t i = 0; i < timed.size(); ++i)
-    if (i != chosen) s += fmt::format("; {} {:.2f} us", kernel_kind(kernels[timed[i]]), us[i]);
+  for (size_t i = 0; i < us.size(); ++i)
+    if (i != chosen) s += fmt::format("; {} {:.{}f} us", label(i), us[i], decimals);
   return s;
 }
 
@@ -288,15 +289,16 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
       std::vector<Alternative> alts;
       for (size_t i : apply) alts.push_back({&plan, {kernels[i]}});
       alts.push_back({&plan, {g}});
-      const std::vector<double> us =
-          alternatives_us(b, alts, arch, rows, kSmallGemmRepeats, use_cache);
+      std::vector<double> us = alternatives_us(b, alts, arch, rows, kSmallGemmRepeats, use_cache);
+      const double cublaslt_us = us.back();
+      us.pop_back();
       const std::optional<size_t> best = fastest(us, apply);
-      if (!best) return decide_small_gemm(0.0, us.back(), rows);
-      codegen::KernelChoice c = decide_small_gemm(us[*best], us.back(), rows);
+      if (!best) return decide_small_gemm(0.0, cublaslt_us, rows);
+      codegen::KernelChoice c = decide_small_gemm(us[*best], cublaslt_us, rows);
       c.kernel = apply[*best];
+      auto kind = [&](size_t i) { return kernel_kind(kernels[apply[i]]); };
       if (apply.size() > 1 || kernels[c.kernel].tile_rows > 0)
-        c.why += fmt::format(" (the {}{})", kernel_kind(kernels[c.kernel]),
-                             others_timed(kernels, apply, us, *best));
+        c.why += fmt::format(" (the {}{})", kind(*best), others_timed(us, *best, 2, kind));
       return c;
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
       return codegen::KernelChoice{false, fmt::format("cuBLASLt: could not time: {}", e.what())};
@@ -361,13 +363,10 @@ codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, cons
       codegen::KernelChoice c = decide_gated_gemm(us[*best], apart_us, rows);
       c.kernel = apply[*best];
       if (kernels[c.kernel].gated_mma || apply.size() > 1) {
-        auto kind = [&](size_t i) {
+        auto kind = [&](size_t i) -> std::string {
           return kernels[apply[i]].gated_mma ? "the mma kernel" : "the Hopper kernel";
         };
-        c.why += fmt::format(" ({}", kind(*best));
-        for (size_t i = 0; i < apply.size(); ++i)
-          if (i != *best) c.why += fmt::format("; {} {:.1f} us", kind(i), us[i]);
-        c.why += ")";
+        c.why += fmt::format(" ({}{})", kind(*best), others_timed(us, *best, 1, kind));
       }
       return c;
     } catch (const Error& e) {  // a measurement that fails leaves the steps as they were
