@@ -65,13 +65,14 @@ std::vector<ModeResult> measure(const ir::Graph& g, const CompileOptions& option
   BatchPlans plans;
   double warm_ms = wall_ms([&] { plans = compile_for_batches(g, options, batches); });
 
+  const nlohmann::json phases = cold_phases(cold);
   std::vector<std::unique_ptr<runtime::Executor>> executors(plans.plans.size());
   std::vector<ModeResult> results;
   for (int64_t batch : batches) {
     ModeResult& m = results.emplace_back();
     m.compile_cold_ms = cold_ms;
     m.compile_warm_ms = warm_ms;
-    m.compile_cold_phases = cold_phases(cold);
+    m.compile_cold_phases = phases;
     const size_t which = plans.index_for(batch);
     const CompiledGraph& c = plans.plans[which].compiled;
     m.plan_decided_at = plans.plans[which].decided_at;

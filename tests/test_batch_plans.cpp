@@ -6,6 +6,8 @@
 // forcing those kernels at the rows where they win.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "compiler/batch_plans.h"
 #include "compiler/report.h"
 #include "compiler/samples.h"
@@ -79,9 +81,7 @@ TEST_CASE("batch plans: each size decides for itself, and sizes deciding alike s
   const ir::Graph g = make_sample("geglu");
   DecodeRule rule;
   BatchPlans p = compile_for_batches(g, o2(), {8192, 1, 16, 4096, 16},
-                                     [&](const ir::Graph& gg, const CompileOptions& o) {
-                                       return rule(gg, o);
-                                     });
+                                     std::ref(rule));
   // Sorted, repeats dropped, one compile per size, each deciding at its own rows.
   CHECK(rule.rows_seen == std::vector<int64_t>{1, 16, 4096, 8192});
   REQUIRE(p.plans.size() == 2);
@@ -114,7 +114,7 @@ TEST_CASE("batch plans: with no decision depending on rows, one compile serves e
           "[batch_plans]") {
   const ir::Graph g = make_sample("geglu");
   DecodeRule rule;
-  auto counted = [&](const ir::Graph& gg, const CompileOptions& o) { return rule(gg, o); };
+  auto counted = std::ref(rule);
   SECTION("eager: no decisions") {
     CompileOptions eager{.fusion = false, .arch = "sm_90", .build_kernels = false};
     BatchPlans p = compile_for_batches(g, eager, {1, 16, 8192}, counted);
@@ -159,9 +159,7 @@ TEST_CASE("batch plans: every kernel of every plan is built in the one compile",
   runtime::ScopedEnv on{"MLPC_NO_KERNEL_CACHE", std::nullopt};
   DecodeRule rule;
   BatchPlans p = compile_for_batches(make_sample("geglu"), o2(/*build_kernels=*/true), {16, 8192},
-                                     [&](const ir::Graph& gg, const CompileOptions& o) {
-                                       return rule(gg, o);
-                                     });
+                                     std::ref(rule));
   REQUIRE(p.plans.size() == 2);
   for (const BatchPlan& plan : p.plans)
     for (const codegen::Step& s : plan.compiled.plan.steps)
@@ -172,9 +170,7 @@ TEST_CASE("batch plans: every kernel of every plan is built in the one compile",
       }
   // A second compile for the same sizes builds nothing: every CUBIN comes from the cache.
   BatchPlans again = compile_for_batches(make_sample("geglu"), o2(true), {8192, 16},
-                                         [&](const ir::Graph& gg, const CompileOptions& o) {
-                                           return rule(gg, o);
-                                         });
+                                         std::ref(rule));
   for (const BatchPlan& plan : again.plans) CHECK(plan.compiled.cache_misses == 0);
 }
 
