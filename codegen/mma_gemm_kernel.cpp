@@ -12,8 +12,8 @@
 namespace mlpc::codegen {
 namespace {
 
-// At least one wave of blocks on the largest GPU we run on (132 SMs), where n allows.
-constexpr int64_t kWaveBlocks = 132;
+// At least one wave of blocks on the largest GPU we run on, where n allows.
+constexpr int64_t kWaveBlocks = kGpuSms;
 
 // What differs between the plain and the gated kernel.
 struct Variant {

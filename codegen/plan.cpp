@@ -111,7 +111,7 @@ std::optional<ir::Op> activation_of(Epilogue e) {
 
 LaunchDims launch_dims(const KernelStep& k, int64_t numel) {
   if (k.tile_rows > 0) {  // a block per output tile; past kMaxTileGrid the kernel loops
-    constexpr int64_t kMaxTileGrid = 132 * 16;
+    constexpr int64_t kMaxTileGrid = kGpuSms * 16;
     const int64_t rows = numel / std::max<int64_t>(k.row_len, 1);
     const int64_t tiles = (rows + k.tile_rows - 1) / k.tile_rows *
                           (k.row_len / std::max<int64_t>(k.out_row_len, 1));
@@ -127,7 +127,7 @@ LaunchDims launch_dims(const KernelStep& k, int64_t numel) {
             static_cast<unsigned>(k.threads_per_row * k.rows_per_block)};
   }
   constexpr int64_t kBlock = 256;
-  constexpr int64_t kMaxGrid = 132 * 32;  // 32 blocks per SM on an H200; beyond that, loop
+  constexpr int64_t kMaxGrid = kGpuSms * 32;  // 32 blocks per SM on an H200; beyond that, loop
   if (k.tf32x3_store) numel /= 3;  // threads cover the space, not its three parts
   if (k.transposed_store) {  // a block per tile (codegen/pointwise_kernel.cpp)
     const int64_t tile = int64_t{k.transpose_tile.rows} * k.transpose_tile.cols();

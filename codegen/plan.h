@@ -150,6 +150,9 @@ using Step = std::variant<GemmStep, KernelStep>;
 std::vector<int> step_buffers(const Step& s);
 std::vector<int*> step_buffer_refs(Step& s);
 
+// SMs of the GPUs launches are sized for (H100 and H200 SXM): grid caps and waves count them.
+inline constexpr int64_t kGpuSms = 132;
+
 struct LaunchDims {
   unsigned grid = 1, block = 256;
 };
