@@ -4,6 +4,7 @@
 // the batch's rows (take_rows) and be compared with the same rows of a GPU result.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,9 +14,13 @@
 
 namespace mlpc::runtime {
 
+// Called before each top-level node is evaluated: (nodes done, nodes in all, the next node).
+using ReferenceProgress = std::function<void(size_t, size_t, const ir::Node&)>;
+
 // `values` binds every input and param by name. Returns the graph's outputs.
 std::vector<HostTensor> reference_forward(const ir::Graph& g,
-                                          const std::map<std::string, HostTensor>& values);
+                                          const std::map<std::string, HostTensor>& values,
+                                          const ReferenceProgress& progress = {});
 
 // The rows `rows` of `t` along its leading dim.
 HostTensor take_rows(const HostTensor& t, const std::vector<int64_t>& rows);
