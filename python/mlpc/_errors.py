@@ -8,3 +8,11 @@ class Error(RuntimeError):
 
 class UnsupportedError(Error):
     """The graph has ops mlpc does not map; the message lists each with its source location."""
+
+
+class InputTypeError(Error, TypeError):
+    """A call's input has the wrong type or dtype (float64, int, not a tensor)."""
+
+
+class InputValueError(Error, ValueError):
+    """A call's input has the wrong shape or layout, or is not on the GPU."""
