@@ -19,6 +19,7 @@
 #include "compiler/data_files.h"
 #include "compiler/gpu_session.h"
 #include "compiler/gpu_trace.h"
+#include "compiler/levels.h"
 #include "compiler/report.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
@@ -135,35 +136,10 @@ struct GraphArgs {
 
   // What to compile at the level asked for (bench compares it with eager).
   CompileOptions options() const {
-    bool fusion = !no_fusion && opt_level >= 1;
-    CompileOptions o{.fusion = fusion, .epilogues = fusion && opt_level >= 2};
-    const std::string level_default = opt_level >= 2 ? "auto" : "off";
-    const std::string merge = merge_gemms.empty() ? level_default : merge_gemms;
-    o.merge_gemms = merge == "on" ? MergeGemms::On
-                    : merge == "auto" ? MergeGemms::Measure
-                                      : MergeGemms::Off;
-    const std::string small = small_gemms.empty() ? level_default : small_gemms;
-    o.small_gemms = small == "on"     ? SmallGemms::On
-                    : small == "auto" ? SmallGemms::Measure
-                    : small == "mma"  ? SmallGemms::Mma
-                                      : SmallGemms::Off;
-    const std::string gated = gated_gemms.empty() ? level_default : gated_gemms;
-    o.gated_gemms = gated == "on"     ? GatedGemms::On
-                    : gated == "auto" ? GatedGemms::Measure
-                    : gated == "mma"  ? GatedGemms::Mma
-                                      : GatedGemms::Off;
-    if (!fusion) o.gated_gemms = GatedGemms::Off;  // eager: one kernel per op
-    // Never a level's default: 3xTF32 changes fp32 results (codegen/tf32x3.h), so it is asked for.
-    const std::string fp32 = fp32_gemms.empty() ? "ieee" : fp32_gemms;
-    o.fp32_gemms = fp32 == "tf32x3" ? Fp32Gemms::Tf32x3
-                   : fp32 == "auto" ? Fp32Gemms::Measure
-                                    : Fp32Gemms::Ieee;
-    if (!fusion) o.fp32_gemms = Fp32Gemms::Ieee;  // eager: PyTorch's eager GEMMs
-    const std::string transposed = transposed_x.empty() ? level_default : transposed_x;
-    o.transposed_x = transposed == "on" ? TransposedX::On
-                     : transposed == "auto" ? TransposedX::Measure
-                                            : TransposedX::Off;
-    if (!fusion) o.transposed_x = TransposedX::Off;  // eager: PyTorch's layouts
+    CompileOptions o = options_for_level(
+        opt_level, {.no_fusion = no_fusion, .merge_gemms = merge_gemms, .small_gemms = small_gemms,
+                    .gated_gemms = gated_gemms, .fp32_gemms = fp32_gemms,
+                    .transposed_x = transposed_x});
     // Measured at the batch asked for; bench with several sizes decides at each
     // (compiler/batch_plans.h), and its --trace follows the first, as this does.
     o.decide_rows = batch;
