@@ -130,26 +130,52 @@ struct Executor::Launch {
   std::vector<void*> args;
 };
 
+struct Executor::Copy {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
+};
+
 struct Executor::Bound {
+  // A captured forward, for the input and output pointers it was captured with.
+  struct Graph {
+    std::vector<void*> io;  // empty: the arena's
+    cudaGraphExec_t exec = nullptr;
+    uint64_t used = 0;
+  };
+
   int64_t batch = 0;
   void* arena = nullptr;
   size_t bytes = 0;
   std::vector<size_t> offsets;  // per buffer (params: unused)
   std::vector<Launch> launches;
+  std::vector<Copy> copies;  // after the launches: outputs another buffer holds
+  std::vector<void*> io;     // the pointers the launches were resolved with (empty: the arena's)
   bool launches_valid = false;
   bool has_work = false;  // some launch does something (false at batch 0, typically)
   bool chosen = false;    // its GEMMs' algorithms were chosen (tuned or heuristic #0)
   bool warm = false;      // ran eagerly at least once: modules loaded, cuBLASLt initialized
-  cudaGraphExec_t graph = nullptr;
+  std::vector<Graph> graphs;  // at most kGraphsPerBatch
+  uint64_t graph_clock = 0;
+  int misses = 0;        // consecutive runs that captured a new graph
+  bool eager = false;    // the pointers kept changing: runs launch eagerly
+  int repeats = 0;       // while eager: runs in a row with the same pointers
+  std::vector<void*> last_io;
   uint64_t last_bound = 0;
 
-  void drop_graph() {
-    if (graph) cudaGraphExecDestroy(graph);  // an in-flight launch finishes first (CUDA docs)
-    graph = nullptr;
+  const Graph* find_graph(const std::vector<void*>& p) const {
+    for (const Graph& g : graphs)
+      if (g.io == p) return &g;
+    return nullptr;
+  }
+  void drop_graphs() {
+    // An in-flight launch finishes first (CUDA docs).
+    for (Graph& g : graphs) cudaGraphExecDestroy(g.exec);
+    graphs.clear();
   }
   void invalidate() {
     launches_valid = false;
-    drop_graph();
+    drop_graphs();
   }
 };
 
@@ -164,10 +190,13 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
   sm_count_ = device_info().sm_count;
   const size_t nb = plan_.buffers.size();
   params_.assign(nb, nullptr);
+  external_.assign(nb, false);
+  io_.assign(nb, nullptr);
   set_.assign(nb, false);
   try {
     for (const codegen::Step& step : plan_.steps) {
       const auto* k = std::get_if<codegen::KernelStep>(&step);
+      // Steps that launch one kernel (codegen/plan_builder: share_identical_kernels) load it once.
       if (!k || kernels_.count(k->name)) continue;
       auto it = cubins_.find(k->name);
       if (it == cubins_.end() || it->second.empty())
@@ -195,11 +224,11 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
 Executor::~Executor() {
   // Errors are ignored here: a destructor must not throw, and a sticky error was reported already.
   for (auto& [batch, b] : batches_) {
-    b->drop_graph();
+    b->drop_graphs();
     if (b->arena) cudaFree(b->arena);
   }
-  for (size_t i = 0; i < params_.size(); ++i)
-    if (params_[i] && plan_.buffers[i].view_of < 0) cudaFree(params_[i]);  // views own nothing
+  for (size_t i = 0; i < params_.size(); ++i)  // views and the caller's memory: not ours
+    if (params_[i] && plan_.buffers[i].view_of < 0 && !external_[i]) cudaFree(params_[i]);
   if (gated_workspace_) cudaFree(gated_workspace_);
   if (capture_stream_) cudaStreamDestroy(capture_stream_);
   for (cudaLibrary_t lib : libraries_) cudaLibraryUnload(lib);
@@ -226,13 +255,25 @@ std::vector<int64_t> Executor::bound_dims(int i) const {
 void* Executor::device_ptr(int i) const {
   MLPC_ASSERT(i >= 0 && i < static_cast<int>(plan_.buffers.size()), "bad buffer index");
   if (plan_.buffers[i].role == codegen::BufferRole::Param) return params_[i];
+  if (io_[i]) return io_[i];
   return cur_ && cur_->arena ? static_cast<char*>(cur_->arena) + cur_->offsets[i] : nullptr;
 }
 
 size_t Executor::arena_bytes() const { return cur_ ? cur_->bytes : 0; }
 
 bool Executor::uses_cuda_graph() const {
-  return options_.cuda_graph && graphs_ok_ && cur_ && cur_->graph;
+  return options_.cuda_graph && graphs_ok_ && cur_ && cur_->find_graph(cur_->io);
+}
+
+bool Executor::eager_fallback() const { return cur_ && cur_->eager; }
+
+bool Executor::ran(int64_t batch) const {
+  auto it = batches_.find(batch);
+  return it != batches_.end() && it->second->chosen;
+}
+
+void Executor::invalidate_all() {
+  for (auto& [batch, bound] : batches_) bound->invalidate();
 }
 
 void Executor::evict_one() {
@@ -245,7 +286,7 @@ void Executor::evict_one() {
   Bound& b = *victim->second;
   // Work still queued may read the arena: drain it before freeing.
   MLPC_CUDA(cudaDeviceSynchronize());
-  b.drop_graph();
+  b.drop_graphs();
   if (b.arena) MLPC_CUDA(cudaFree(b.arena));
   b.arena = nullptr;
   batches_.erase(victim);
@@ -280,6 +321,7 @@ void Executor::bind_batch(int64_t batch) {
   cur_ = it->second.get();
   cur_->last_bound = ++bind_clock_;
   batch_ = batch;
+  std::fill(io_.begin(), io_.end(), nullptr);  // the caller's pointers were for the batch before
   for (size_t i = 0; i < plan_.buffers.size(); ++i)
     if (plan_.buffers[i].role != codegen::BufferRole::Param) set_[i] = false;
 }
@@ -288,11 +330,15 @@ void* Executor::param_storage(int i) {
   const codegen::Buffer& b = plan_.buffers[i];
   // A param stacked into a concat is uploaded into its place in the concat's allocation.
   const int owner = b.view_of >= 0 ? b.view_of : i;
+  if (external_[owner]) {  // bound to the caller's memory before: never written here
+    params_[owner] = nullptr;
+    external_[owner] = false;
+  }
   if (!params_[owner]) {
     const size_t owner_bytes = static_cast<size_t>(plan_.buffers[owner].bytes(0));
     MLPC_CUDA(cudaMalloc(&params_[owner], std::max<size_t>(owner_bytes, 1)));
     // A new device pointer: every resolved launch list (and graph) is stale.
-    for (auto& [batch, bound] : batches_) bound->invalidate();
+    invalidate_all();
   }
   if (b.view_of >= 0) params_[i] = static_cast<char*>(params_[owner]) + b.view_offset;
   return params_[i];
@@ -344,6 +390,11 @@ void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   // In place, at the same address: captured graphs stay valid and see the new values.
   if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   set_[i] = true;
+  write_derived(i, t);
+}
+
+void Executor::write_derived(int i, const HostTensor& t) {
+  const codegen::Buffer& b = plan_.buffers[i];
   // Params derived from this one: its TF32 parts, for 3xTF32 GEMMs; its transpose [k, n], for
   // GEMMs reading w so.
   for (size_t j = 0; j < plan_.buffers.size(); ++j) {
@@ -380,19 +431,74 @@ void Executor::set_tensor(const std::string& name, const HostTensor& t) {
   }
 }
 
+bool Executor::bind_param(const std::string& name, void* device) {
+  const int i = buffer_index(name);
+  const codegen::Buffer& b = plan_.buffers[i];
+  if (b.role != codegen::BufferRole::Param) throw Error(fmt::format("{} is not a param", name));
+  if (!device) throw Error(fmt::format("param {}: null pointer", name));
+  const size_t bytes = static_cast<size_t>(b.bytes(0));
+  const bool has_derived =
+      std::any_of(plan_.buffers.begin(), plan_.buffers.end(),
+                  [&](const codegen::Buffer& o) { return o.derived_from() == i; });
+  // The caller may have written the values on any stream; copies here see them complete.
+  if (b.view_of >= 0 || has_derived) MLPC_CUDA(cudaDeviceSynchronize());
+  if (b.view_of >= 0) {
+    void* dst = settable(i);  // its place in the concat, which the executor owns
+    if (bytes > 0) MLPC_CUDA(cudaMemcpy(dst, device, bytes, cudaMemcpyDeviceToDevice));
+  } else if (params_[i] != device) {
+    if (b.derived_from() >= 0 || b.stacked) settable(i);  // throws: nobody sets these
+    if (params_[i] && !external_[i]) MLPC_CUDA(cudaFree(params_[i]));
+    params_[i] = device;
+    external_[i] = true;
+    invalidate_all();  // a new device pointer
+  }
+  set_[i] = true;
+  if (has_derived) {
+    // Derived on the host as set_tensor derives them: from the values now in `device`.
+    HostTensor t{b.type.dtype, b.type.shape.dims, {}};
+    std::vector<uint8_t> raw(bytes);
+    if (bytes > 0) MLPC_CUDA(cudaMemcpy(raw.data(), device, bytes, cudaMemcpyDeviceToHost));
+    t.data = decode(t.dtype, raw.data(), b.numel(0));
+    write_derived(i, t);
+  } else if (b.view_of >= 0) {
+    write_derived(i, {});  // derives nothing: marks the concat set once all its params are
+  }
+  // Copies on the legacy stream are done before any run on another stream starts.
+  if (has_derived || b.view_of >= 0) MLPC_CUDA(cudaDeviceSynchronize());
+  return b.view_of < 0 && !has_derived;
+}
+
+void Executor::use_pointers(Bound& b, const std::vector<void*>& io) {
+  if (b.launches_valid && b.io == io) return;
+  std::fill(io_.begin(), io_.end(), nullptr);
+  if (!io.empty()) {
+    const size_t n_in = plan_.inputs.size();
+    MLPC_ASSERT(io.size() == n_in + plan_.outputs.size(), "one pointer per input and output");
+    for (size_t k = 0; k < n_in; ++k) io_[plan_.inputs[k]] = io[k];
+    for (size_t k = 0; k < plan_.outputs.size(); ++k) {
+      const int o = plan_.outputs[k];
+      if (plan_.buffers[o].role == codegen::BufferRole::Output && !io_[o]) io_[o] = io[n_in + k];
+    }
+  }
+  b.io = io;
+  resolve_launches(b);
+}
+
 void Executor::resolve_launches(Bound& b) {
   MLPC_ASSERT(&b == cur_, "resolving the launches of a batch size that is not bound");
   auto read = [&](int i) -> void* {
     const codegen::Buffer& buf = plan_.buffers[i];
     bool must_be_set =
         buf.role == codegen::BufferRole::Param || buf.role == codegen::BufferRole::Input;
-    if (must_be_set && !set_[i])
+    if (must_be_set && !set_[i] && !io_[i])
       throw Error(fmt::format("{} {} was not set", buf.role == codegen::BufferRole::Param
                                                        ? "param" : "input", buf.name));
     return device_ptr(i);
   };
-  b.invalidate();
+  // Graphs already captured keep their own copies of the pointers: only the launch list goes.
+  b.launches_valid = false;
   b.launches.clear();
+  b.copies.clear();
   b.has_work = false;
   std::vector<Launch> launches;
   launches.reserve(plan_.steps.size());  // no reallocation below: args point into elements
@@ -425,6 +531,19 @@ void Executor::resolve_launches(Bound& b) {
       for (void*& p : l.ptrs) l.args.push_back(&p);
       l.args.push_back(&l.n);
       b.has_work |= l.n > 0;
+    }
+  }
+  // Outputs that are no buffer of their own (an input, a param, an output returned before) are
+  // copied to the caller's pointer after the launches.
+  if (!b.io.empty()) {
+    const size_t n_in = plan_.inputs.size();
+    for (size_t k = 0; k < plan_.outputs.size(); ++k) {
+      const int o = plan_.outputs[k];
+      void* dst = b.io[n_in + k];
+      if (io_[o] == dst) continue;
+      const void* src = read(o);
+      b.copies.push_back({dst, src, static_cast<size_t>(plan_.buffers[o].bytes(batch_))});
+      b.has_work |= b.copies.back().bytes > 0;
     }
   }
   // Moving the vector keeps its heap buffer, so the args pointers stay valid.
@@ -490,6 +609,9 @@ void Executor::enqueue(Bound& b, cudaStream_t stream, bool choose) {
     }
     enqueue_one(l, stream);
   }
+  for (const Copy& c : b.copies)
+    if (c.bytes > 0)
+      MLPC_CUDA(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToDevice, stream));
 }
 
 std::vector<double> Executor::time_steps(int reps) {
@@ -544,37 +666,95 @@ void Executor::capture(Bound& b) {
                                 plan_.graph_name, b.batch, failure));
     return;
   }
-  b.graph = exec;
+  if (b.graphs.size() >= kGraphsPerBatch) {  // the least recently launched goes
+    auto lru = std::min_element(b.graphs.begin(), b.graphs.end(),
+                                [](const auto& x, const auto& y) { return x.used < y.used; });
+    cudaGraphExecDestroy(lru->exec);  // an in-flight launch finishes first (CUDA docs)
+    b.graphs.erase(lru);
+  }
+  b.graphs.push_back({b.io, exec, ++b.graph_clock});
   ++captures_;
 }
 
-void Executor::run(cudaStream_t stream) {
+void Executor::run(cudaStream_t stream) { run_with({}, stream); }
+
+void Executor::run(const std::vector<void*>& inputs, const std::vector<void*>& outputs,
+                   cudaStream_t stream) {
+  if (inputs.size() != plan_.inputs.size() || outputs.size() != plan_.outputs.size())
+    throw Error(fmt::format("{}: expected {} inputs and {} outputs, got {} and {}",
+                            plan_.graph_name, plan_.inputs.size(), plan_.outputs.size(),
+                            inputs.size(), outputs.size()));
+  std::vector<void*> io;
+  io.reserve(inputs.size() + outputs.size());
+  io.insert(io.end(), inputs.begin(), inputs.end());
+  io.insert(io.end(), outputs.begin(), outputs.end());
+  run_with(io, stream);
+}
+
+void Executor::run_with(const std::vector<void*>& io, cudaStream_t stream) {
   if (batch_ < 0) throw Error(fmt::format("cannot run {}: call bind_batch first", plan_.graph_name));
   Bound& b = *cur_;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  MLPC_CUDA(cudaStreamIsCapturing(stream, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone) {
+    // The caller's capture: the launches join it as they are (no private capture, no sync).
+    if (!b.chosen)
+      throw Error(fmt::format("run once at batch {} outside a CUDA graph capture first (its "
+                              "GEMMs are tuned then)", batch_));
+    use_pointers(b, io);
+    enqueue(b, stream, /*choose=*/false);
+    return;
+  }
   // Inputs are set per switch of batch size, even when the launches are already resolved.
-  for (int i : plan_.inputs)
-    if (!set_[i]) throw Error(fmt::format("input {} was not set", plan_.buffers[i].name));
-  if (!b.launches_valid) resolve_launches(b);
+  if (io.empty())
+    for (int i : plan_.inputs)
+      if (!set_[i]) throw Error(fmt::format("input {} was not set", plan_.buffers[i].name));
   bool done = false;  // this call's forward was enqueued already
   if (!b.chosen) {
     // First run at this batch size: run eagerly, choosing each GEMM's algorithm just before it
     // runs (on the values its producers wrote), never inside a capture.
+    use_pointers(b, io);
     enqueue(b, stream, /*choose=*/true);
     b.chosen = b.warm = done = true;
   }
-  if (!options_.cuda_graph || !graphs_ok_ || !b.has_work) {
-    if (!done) enqueue(b, stream, false);
+  auto eagerly = [&] {
+    if (done) return;
+    use_pointers(b, io);
+    enqueue(b, stream, false);
+  };
+  if (!options_.cuda_graph || !graphs_ok_ || !b.has_work) return eagerly();
+  if (io.empty() && !b.io.empty()) use_pointers(b, io);  // back to the arena: download reads it
+  for (Bound::Graph& g : b.graphs) {
+    if (g.io != io) continue;
+    g.used = ++b.graph_clock;
+    b.misses = 0;
+    MLPC_CUDA(cudaGraphLaunch(g.exec, stream));
     return;
   }
-  if (!b.graph) {
-    if (!b.warm) {  // lazy module loading and cuBLASLt's first-call setup happen outside capture
-      enqueue(b, stream, false);
-      b.warm = done = true;
-    }
-    capture(b);
-    if (!b.graph) return;  // failed (warned): the eager forward above was this call's
+  // No graph for these pointers. When every run brings new ones, capturing each would cost more
+  // than it saves: eager until the same pointers come back several runs in a row.
+  if (b.eager) {
+    b.repeats = io == b.last_io ? b.repeats + 1 : 0;
+    b.last_io = io;
+    if (b.repeats < kMissesBeforeEager) return eagerly();
+    b.eager = false;
+    b.misses = 0;
+  } else if (b.misses >= kMissesBeforeEager) {
+    b.eager = true;
+    b.repeats = 0;
+    b.last_io = io;
+    return eagerly();
   }
-  MLPC_CUDA(cudaGraphLaunch(b.graph, stream));
+  use_pointers(b, io);
+  if (!b.warm) {  // lazy module loading and cuBLASLt's first-call setup happen outside capture
+    enqueue(b, stream, false);
+    b.warm = done = true;
+  }
+  const int captured = captures_;
+  capture(b);
+  if (captures_ == captured) return eagerly();  // failed (warned): this call runs eagerly
+  ++b.misses;
+  MLPC_CUDA(cudaGraphLaunch(b.graphs.back().exec, stream));
 }
 
 std::vector<GemmChoice> Executor::gemm_choices() const {

@@ -8,6 +8,11 @@
 // (on a private stream, thread-local capture mode) and launches it on the caller's stream; later
 // runs only launch the graph. The graph holds the device pointers of that batch's arena and of
 // the params, which never move, so uploading new input or param values keeps it valid.
+//
+// A library caller (mlpc/mlpc.h) brings its own memory instead: params bound to its device
+// pointers (bind_param) and per-run input and output pointers (run with pointers), each pointer
+// tuple of a batch size getting its own graph (a few kept), or eager launches when the pointers
+// change every call; into the caller's own stream capture, launches go directly.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -35,6 +40,13 @@ class Executor {
   // Arenas (and graphs) of at most this many batch sizes are kept; the least recently bound
   // other one is freed when a new one would exceed it.
   static constexpr size_t kMaxBatches = 8;
+  // Graphs kept per batch size, one per pointer tuple of run(inputs, outputs, stream), least
+  // recently launched dropped first.
+  static constexpr size_t kGraphsPerBatch = 4;
+  // Consecutive runs of a batch size that each needed a new graph before it runs eagerly (its
+  // pointers change every call: capturing each time would cost more than it saves); the same
+  // pointers this many runs in a row bring graphs back.
+  static constexpr int kMissesBeforeEager = 8;
 
   // `cubins` maps each KernelStep's name to its CUBIN (compile_to_cubin). Needs a GPU.
   Executor(const codegen::Plan& plan, std::map<std::string, std::vector<char>> cubins,
@@ -58,8 +70,24 @@ class Executor {
   // for a param with TF32 parts or one stacked into a concat.
   void set_bytes(const std::string& buffer_name, const std::vector<uint8_t>& bytes);
 
+  // Points param `name` at the caller's device memory (never freed here), `bytes(0)` of its
+  // dtype. Where the plan reads the param as stored, it reads that memory (returns true: no
+  // copy); where it reads another form (stacked into a merged GEMM's concat, transposed, TF32
+  // parts), that form is derived now from the memory's current values (returns false). A later
+  // set_tensor of the param goes to an allocation of its own again.
+  bool bind_param(const std::string& name, void* device);
+
   // Enqueues one forward on `stream`. Throws mlpc::Error if a param or input was never set.
   void run(cudaStream_t stream = nullptr);
+  // The same on the caller's memory: `inputs` in plan.inputs order, `outputs` in plan.outputs
+  // order, each holding the bound batch size (bind_batch first). Inputs are only read. An output
+  // that is an input or a param of the plan (or returned twice) is copied there. When `stream`
+  // is capturing into the caller's graph, the launches join that capture; the batch size must
+  // have run before (outside a capture: its GEMMs are tuned then), or it throws.
+  void run(const std::vector<void*>& inputs, const std::vector<void*>& outputs,
+           cudaStream_t stream);
+  // Whether `batch` has run and its arena is still kept (a run into a capture may use it).
+  bool ran(int64_t batch) const;
 
   // Synchronizes the device, then copies one buffer back.
   HostTensor download(int buffer_index);
@@ -79,6 +107,8 @@ class Executor {
   // so each step sees real values.
   std::vector<double> time_steps(int reps = 20);
   int graph_captures() const { return captures_; }  // graphs captured so far, all batch sizes
+  // Runs of the current batch size that launched eagerly because its pointers kept changing.
+  bool eager_fallback() const;
   size_t bound_batches() const { return batches_.size(); }  // arenas kept (<= kMaxBatches)
 
   // The algorithm chosen for each GEMM step at the current batch size, in plan order; a step
@@ -87,13 +117,23 @@ class Executor {
 
  private:
   struct Launch;  // one step, with its device pointers resolved
-  struct Bound;   // one batch size: arena, launches, graph
+  struct Copy;    // an output that another buffer holds, copied to the caller's pointer
+  struct Bound;   // one batch size: arena, launches, graphs
+  // Runs the current batch with inputs and outputs at `io` (plan.inputs then plan.outputs;
+  // empty: the arena's).
+  void run_with(const std::vector<void*>& io, cudaStream_t stream);
+  // Resolves the launches for `io` unless they are already.
+  void use_pointers(Bound& b, const std::vector<void*>& io);
   void resolve_launches(Bound& b);
   template <typename Read>
   void resolve_gated(Launch& l, const codegen::KernelStep& k, Read&& read);
   void enqueue(Bound& b, cudaStream_t stream, bool tune);
   void enqueue_one(Launch& l, cudaStream_t stream);
   void capture(Bound& b);
+  void invalidate_all();
+  // Writes the params derived from param `i` (TF32 parts, transpose) from its values `t`, and
+  // marks a concat set once every param it stacks is.
+  void write_derived(int i, const HostTensor& t);
   void evict_one();
   // A param's device storage, allocated on first use (a param stacked into a concat: its place
   // in the concat's allocation).
@@ -122,6 +162,8 @@ class Executor {
   std::map<int64_t, std::unique_ptr<Bound>> batches_;
   uint64_t bind_clock_ = 0;
   std::vector<void*> params_;  // per buffer; non-null once a param was set
+  std::vector<bool> external_;  // per buffer: params_ is the caller's memory (bind_param)
+  std::vector<void*> io_;       // per buffer: the caller's pointer for an input or output
   std::vector<bool> set_;      // per buffer: uploaded since the last switch (params: ever)
 };
 

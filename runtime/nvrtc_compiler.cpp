@@ -2,6 +2,7 @@
 
 #include <nvrtc.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -17,6 +18,8 @@
 
 namespace mlpc::runtime {
 namespace {
+
+std::atomic<int> builds{0};  // nvrtcCompileProgram calls of compile_to_cubin, this process
 
 bool has_bf16_header(const std::string& dir) {
   std::error_code ec;
@@ -127,6 +130,7 @@ std::vector<char> compile_to_cubin(const std::string& source, const std::string&
   ProgramGuard guard;
   std::string file = kernel_name + ".cu";
   MLPC_NVRTC(nvrtcCreateProgram(&guard.prog, source.c_str(), file.c_str(), 0, nullptr, nullptr));
+  builds.fetch_add(1, std::memory_order_relaxed);
   nvrtcResult status = nvrtcCompileProgram(guard.prog, static_cast<int>(opts.size()), opts.data());
   if (status != NVRTC_SUCCESS) {
     std::string log = program_log(guard.prog);
@@ -142,6 +146,8 @@ std::vector<char> compile_to_cubin(const std::string& source, const std::string&
   MLPC_NVRTC(nvrtcGetCUBIN(guard.prog, cubin.data()));
   return cubin;
 }
+
+int nvrtc_builds_in_process() { return builds.load(std::memory_order_relaxed); }
 
 std::string nvrtc_version() {
   const auto [major, minor] = nvrtc_major_minor();

@@ -36,6 +36,10 @@ std::string cuda_include_dir();
 // setmaxnreg): "sm_90" -> "sm_90a"; an arch already ending in 'a' or 'f' is returned as is.
 std::string arch_specific(const std::string& arch);
 
+// NVRTC programs compile_to_cubin has compiled in this process (failed ones too): tests of "no
+// recompile" compare it before and after.
+int nvrtc_builds_in_process();
+
 // "13.0".
 std::string nvrtc_version();
 
