@@ -38,13 +38,18 @@ bool decisions_depend_on_rows(const CompileOptions& options);
 std::string plan_signature(const CompiledGraph& c);
 
 using CompileFn = std::function<CompiledGraph(const ir::Graph&, const CompileOptions&)>;
+// compile() itself, named apart from the library API's compile overloads (mlpc/mlpc.h).
+inline CompiledGraph compile_graph(const ir::Graph& g, const CompileOptions& o) {
+  return compile(g, o);
+}
 
 // Compiles `g` for every size in `batches` (any order, repeats ignored; at least one, each > 0):
 // with decisions that depend on rows, once per size with decide_rows set to it, keeping one plan
 // per distinct signature; otherwise once, at the largest size. `compile_one` is compile() unless
 // a test stands in for it.
 BatchPlans compile_for_batches(const ir::Graph& g, const CompileOptions& options,
-                               std::vector<int64_t> batches, const CompileFn& compile_one = compile);
+                               std::vector<int64_t> batches,
+                               const CompileFn& compile_one = compile_graph);
 
 // "decided at 16 rows", "decided at 1, 16 rows": for reports.
 std::string describe_decided_at(const std::vector<int64_t>& decided_at);
