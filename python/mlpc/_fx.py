@@ -69,12 +69,20 @@ class Value:
 
 
 class Meta:
-    """A non-tensor value (a size, a shape tuple, a SymInt, a tensor's dtype): only view, reshape
-    and .to() may take it."""
-    __slots__ = ("dtype",)
+    """A non-tensor value (a size, a shape tuple, a SymInt, a tensor's dtype, a number): view,
+    reshape and .to() take it, and a scalar op takes its value where it is a known number."""
+    __slots__ = ("dtype", "value")
 
-    def __init__(self, dtype=None):
-        self.dtype = dtype
+    def __init__(self, dtype=None, value=None):
+        self.dtype, self.value = dtype, value
+
+
+# Arithmetic on numbers that Dynamo lifts into the graph under dynamic=True (math.pi, an eps).
+SCALAR_OPS = {operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
+              operator.truediv: operator.truediv, operator.pow: operator.pow,
+              operator.neg: operator.neg, math.sqrt: math.sqrt}
+if hasattr(torch, "_sym_sqrt"):
+    SCALAR_OPS[torch._sym_sqrt] = math.sqrt
 
 
 class ParamRef:
@@ -89,9 +97,10 @@ class Translation:
     """What translate() returns. params: mlpc name -> tensor laid out as mlpc reads it
     (a Conv1D weight is a transposed view); sources: mlpc name -> the module's key."""
 
-    def __init__(self, text, inputs, outputs, params, sources, problems):
+    def __init__(self, text, inputs, outputs, params, sources, problems, scalars):
         self.text, self.inputs, self.outputs = text, inputs, outputs
         self.params, self.sources, self.problems = params, sources, problems
+        self.scalars = scalars  # [(placeholder, value)]: 0-d inputs whose value the text holds
 
     def problem_lines(self):
         return [f"  {what} at {where}: {why}" for what, where, why, _ in self.problems]
@@ -136,6 +145,8 @@ def describe(node, gm):
 
 
 def number(x):
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        raise Unsupported(f"{x!r} is not a constant number")
     v = float(x)
     if not math.isfinite(v):
         raise Unsupported(f"the constant {x!r} is not a finite number")
@@ -151,9 +162,13 @@ def node_shapes(gm, example_inputs):
     others. From Dynamo's fake-tensor metadata where every node has it, else from a float32
     ShapeProp run (on the GPU where the inputs are; on the CPU in float32, since torch 1.13 lacks
     some f16 CPU kernels: translate tracks dtypes itself)."""
+    def dim(d):  # a SymInt that guards made constant counts as its value
+        return d if isinstance(d, int) else getattr(getattr(d, "node", None), "maybe_as_int",
+                                                    lambda: None)()
+
     def of(v):
         if isinstance(v, torch.Tensor):
-            return [d if isinstance(d, int) else None for d in v.shape], v.dtype
+            return [dim(d) for d in v.shape], v.dtype
         return None
     nodes = list(gm.graph.nodes)
     metas = [n.meta.get("example_value", n.meta.get("val", KeyError)) for n in nodes
@@ -333,11 +348,32 @@ class Translator:
         if isinstance(arg, (int, float)) and not isinstance(arg, bool):
             return arg
         if isinstance(arg, fx.Node) and isinstance(self.values.get(arg), Meta):
+            if isinstance(self.values[arg].value, (int, float)):
+                return self.values[arg].value
             raise Unsupported("an operand is a size, not a tensor")
         return self.val(arg)
 
+    def meta(self, node):
+        """A non-tensor result, with its value where it is arithmetic on known numbers."""
+        if node.op == "call_method" and node.target == "item":
+            return Meta(value=getattr(self.values.get(node.args[0]), "value", None))
+        f = SCALAR_OPS.get(node.target) if node.op == "call_function" else None
+        if f is None or node.kwargs:
+            return Meta()
+        vals = [getattr(self.values.get(a), "value", None) if isinstance(a, fx.Node) else a
+                for a in node.args]
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+            return Meta(value=f(*vals))
+        return Meta()
+
+    def scalar(self, arg):
+        """A number argument, also where Dynamo passes it as a graph value (dynamic=True)."""
+        if isinstance(arg, fx.Node) and isinstance(self.values.get(arg), Meta):
+            return self.values[arg].value if self.values[arg].value is not None else arg
+        return arg
+
     def power(self, node, x, e):
-        x = self.val(x)
+        x, e = self.val(x), self.scalar(e)
         if not isinstance(e, (int, float)) or isinstance(e, bool):
             raise Unsupported("the exponent is a tensor")
         if e == 1:
@@ -390,6 +426,7 @@ class Translator:
         if weight is None or (kind == "layernorm" and bias is None):
             raise Unsupported(f"{kind} without a weight{' and bias' if kind == 'layernorm' else ''}")
         operands = [x, self.val(weight)] + ([self.val(bias)] if kind == "layernorm" else [])
+        eps = self.scalar(eps)
         if eps is None:  # nn.RMSNorm(eps=None): torch uses the dtype's machine epsilon
             eps = torch.finfo(TORCH_DTYPES[x.dtype]).eps
         return self.emit(node, kind, operands, number(eps))
@@ -511,12 +548,12 @@ class Translator:
         if node.target is getattr and node.args[1] == "dtype":  # x.dtype, for a later x.to()
             return Meta(TORCH_DTYPES[self.val(node.args[0]).dtype])
         if self.shape(node) is None:
-            return Meta()  # sizes, getitem of a shape, sym_size: never tensors
+            return self.meta(node)  # sizes, getitem of a shape, sym_size, numbers
         return self.call(node, node.target, node.args, node.kwargs)
 
     def call_method(self, node):
         if self.shape(node) is None or node.target in SHAPE_METHODS:
-            return Meta()
+            return self.meta(node)
         return self.call(node, node.target, node.args, node.kwargs)
 
     def get_attr(self, node):
@@ -535,8 +572,12 @@ class Translator:
         if not s:
             return Meta()
         shape, dtype = s
-        if index < len(self.example_inputs) and isinstance(self.example_inputs[index], torch.Tensor):
-            dtype = self.example_inputs[index].dtype
+        example = self.example_inputs[index] if index < len(self.example_inputs) else None
+        if isinstance(example, torch.Tensor):
+            dtype = example.dtype
+            if example.dim() == 0:  # a Python number Dynamo lifted: the text holds its value
+                self.scalars.append((node, example.item()))
+                return Meta(value=example.item())
         if len(shape) < 2:
             raise Unsupported(f"an input of rank {len(shape)}: mlpc inputs are [batch..., N]")
         if shape[-1] is None:
@@ -547,7 +588,7 @@ class Translator:
 
     # --- the whole graph ---------------------------------------------------------------------------
     def run(self):
-        self.inputs, outputs, index = [], [], 0
+        self.inputs, self.scalars, outputs, index = [], [], [], 0
         self.taken.update(self.reserved)  # params keep their module names
         for node in self.gm.graph.nodes:
             try:
@@ -571,7 +612,8 @@ class Translator:
             ret_types = f"({ret_types})"
         text = (f"func @{self.func_name}({sig}) -> {ret_types} {{\n" + "\n".join(self.lines)
                 + f"\n  return {', '.join('%' + v.name for v in outputs)}\n}}\n")
-        return Translation(text, self.inputs, outputs, self.params, self.sources, self.problems)
+        return Translation(text, self.inputs, outputs, self.params, self.sources, self.problems,
+                           self.scalars)
 
     def outputs(self, node):
         results = node.args[0]
@@ -592,13 +634,12 @@ class Translator:
         saved = dict(self.values)
         for a in node.all_input_nodes:
             v = self.values.get(a)
-            if v is None or isinstance(v, Value):
-                s = self.shapes.get(a)
-                if s and s[0] and s[0][-1] is not None:
-                    dtype = MLPC_DTYPES.get(s[1], "f32")
-                    self.values[a] = Value(self.fresh(a.name), dtype, s[0][-1:], len(s[0]) > 1)
-                elif s:
+            s = self.shapes.get(a)
+            if (v is None or isinstance(v, Value)) and s and s[0]:
+                if s[0][-1] is None:
                     raise Unsupported("an operand's last dim is symbolic")
+                dtype = MLPC_DTYPES.get(s[1], "f32")
+                self.values[a] = Value(self.fresh(a.name), dtype, s[0][-1:], len(s[0]) > 1)
         before = len(self.lines)
         try:
             v = getattr(self, node.op)(node)
