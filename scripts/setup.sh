@@ -11,6 +11,8 @@ packages+=(clang-16 libclang-rt-16-dev)
 packages+=(graphviz)
 # PyTorch (CPU, 1.13) for the end-to-end test against PyTorch (tests/torch_e2e.sh); about 3 min.
 packages+=(python3-torch)
+# The Python package's CI (tests/python/ci.sh): a venv over Debian's python3, its headers.
+packages+=(python3-venv python3-dev)
 
 installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
