@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""The torch.compile backend on the GPU, for every block of tests/python/models.py at published
+sizes: mlpc's output against eager, launches per forward, time per forward for eager,
+torch.compile (default) and torch.compile(backend="mlpc"), recompiles and NVRTC builds over a run
+of batch sizes, and the Python call's overhead over the C++ run. Prints a Markdown table and
+writes JSON:
+
+  python3 bench/torch_backend_bench.py --json out/torch_backend.json [--blocks gpt2_mlp,...]
+
+Timing: per forward, host-timed over a stream of calls with one synchronize at the end, the best
+of 5 such streams. Tolerance of mlpc against eager (same dtype): |got - ref| <= atol + rtol |ref|
+with rtol 1.6e-2, atol 1e-2 rms(ref) for bf16 (torch.testing's rtol; atol scaled by the output's
+size), rtol 1e-3, atol 1e-3 rms(ref) for f16, rtol 1e-4, atol 1e-4 rms(ref) for f32 (TF32 off;
+both sides accumulate over K in fp32, in different orders)."""
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+import torch
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(here), "tests", "python"))
+import models  # noqa: E402
+
+try:
+    import mlpc  # noqa: E402  (installed: pip install . or the wheel)
+except ImportError:  # a checkout: its python/ (the extension must be built beside it)
+    sys.path.insert(0, os.path.join(os.path.dirname(here), "python"))
+    import mlpc  # noqa: E402
+from mlpc import backend as mlpc_backend  # noqa: E402
+
+TOL = {torch.bfloat16: (1.6e-2, 1e-2), torch.float16: (1e-3, 1e-3), torch.float32: (1e-4, 1e-4)}
+
+
+def sync():
+    torch.cuda.synchronize()
+
+
+def time_us(f, x, reps=5, min_s=0.05):
+    """Best of `reps` streams of calls: µs per call, one synchronize per stream."""
+    f(x)
+    sync()
+    n, t = 1, 0.0
+    while t < min_s and n < 100000:  # calibrate a stream length
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f(x)
+        sync()
+        t = time.perf_counter() - t0
+        n *= 2 if t < min_s else 1
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f(x)
+        sync()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best * 1e6
+
+
+def torch_launches(f, x):
+    """CUDA kernels one call launches, from the profiler (None where it is unavailable)."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        f(x)
+        sync()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            f(x)
+            sync()
+        return sum(1 for e in prof.events() if e.device_type.name == "CUDA")
+    except Exception:
+        return None
+
+
+def error(got, ref):
+    """(max |got - ref|, that as a fraction of the tolerance)."""
+    rtol, atol = TOL[ref.dtype]
+    g, r = got.double(), ref.double()
+    rms = r.pow(2).mean().sqrt().item()
+    diff = (g - r).abs()
+    return diff.max().item(), (diff / (atol * rms + rtol * r.abs())).max().item()
+
+
+def mlpc_compiled(model):
+    """torch.compile with the mlpc backend (by name where the entry point is installed)."""
+    try:
+        from torch._dynamo import lookup_backend
+        lookup_backend("mlpc")
+        return torch.compile(model, backend="mlpc")
+    except Exception:
+        return torch.compile(model, backend=mlpc_backend.backend)
+
+
+def bench_block(name, rows_list, dtype, reps):
+    m, d = models.build(name, dtype=dtype)
+    m = m.cuda()
+    dt = next(m.parameters()).dtype
+    out = {"block": name, "dtype": str(dt).replace("torch.", ""), "d": d, "rows": {}}
+    torch._dynamo.reset()
+    mlpc_backend.reset()
+    default = torch.compile(copy.deepcopy(m))  # its own module: Dynamo's caches stay apart
+    ours = mlpc_compiled(m)
+    for rows in rows_list:
+        x = torch.randn(rows, d, device="cuda", dtype=dt)
+        ref = m(x)
+        y = ours(x)
+        report = mlpc_backend.last_report()
+        abs_err, frac = error(y, ref)
+        r = {
+            "max_abs_err": abs_err, "err_of_tolerance": frac, "within_tolerance": frac <= 1.0,
+            "mlpc_parts": report.parts if report else 0,
+            "fallbacks": [row[0] for row in report.fallbacks()] if report else [],
+            "launches_mlpc": sum(cm.launches(rows) for cm in report.modules) if report else None,
+            "launches_eager": torch_launches(m, x),
+            "launches_compile": torch_launches(default, x),
+            "eager_us": time_us(m, x, reps),
+            "compile_us": time_us(default, x, reps),
+            "mlpc_us": time_us(ours, x, reps),
+        }
+        r["eager_over_mlpc"] = r["eager_us"] / r["mlpc_us"]
+        r["compile_over_mlpc"] = r["compile_us"] / r["mlpc_us"]
+        out["rows"][rows] = r
+        if rows == 16 and report and len(report.modules) == 1:
+            out["overhead_b16"] = overhead(report.modules[0], ours, x, reps)
+    return out
+
+
+def overhead(cm, compiled_fn, x, reps):
+    """µs per call at batch 16: the C++ run alone (run_ptrs), the Python CompiledModule call, and
+    the torch.compile'd function (Dynamo's guards on top)."""
+    cm = cm.with_calling(None, False)  # called with x alone, not Dynamo's argument list
+    y = cm(x)
+    stream = torch.cuda.current_stream().cuda_stream
+    ptrs_in, ptrs_out, rows = [x.data_ptr()], [y.data_ptr()], x.shape[0]
+    run = cm._module.run_ptrs
+    cpp = time_us(lambda _: run(ptrs_in, ptrs_out, rows, stream), x, reps)
+    py = time_us(cm, x, reps)
+    dyn = time_us(compiled_fn, x, reps)
+    return {"cpp_run_us": cpp, "python_call_us": py, "torch_compile_call_us": dyn,
+            "python_over_cpp_us": py - cpp}
+
+
+def dynamic_batches(name, dtype, batches=(1, 16, 1000, 8192)):
+    """Batches in a row through one torch.compile(backend="mlpc") with mark_dynamic: Dynamo
+    graphs handed to the backend after the first, mlpc compiles, NVRTC builds after them."""
+    m, d = models.build(name, dtype=dtype)
+    m = m.cuda()
+    dt = next(m.parameters()).dtype
+    torch._dynamo.reset()
+    mlpc_backend.reset()
+    f = mlpc_compiled(m)
+    errors = []
+    for b in batches:
+        x = torch.randn(b, d, device="cuda", dtype=dt)
+        try:
+            torch._dynamo.mark_dynamic(x, 0)
+            f(x)
+        except Exception as e:
+            errors.append(f"batch {b}: {type(e).__name__}: {str(e).splitlines()[0]}")
+    sync()
+    modules = [cm for cm, _ in mlpc_backend._cache.values()]
+    return {"block": name, "batches": list(batches),
+            "backend_graphs": mlpc_backend.counters["graphs"],
+            "recompiles": mlpc_backend.counters["graphs"] - 1,
+            "mlpc_compiles": mlpc_backend.counters["mlpc_compiles"],
+            "cache_hits": mlpc_backend.counters["cache_hits"],
+            "nvrtc_builds_after_compile": sum(cm.nvrtc_builds_since_compile() for cm in modules),
+            "errors": errors}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", help="write the results here")
+    p.add_argument("--blocks", default=",".join(models.BLOCKS))
+    p.add_argument("--rows", default="1,16,4096,8192")
+    p.add_argument("--dtype", choices=["bf16", "f16", "f32", "published"], default="published",
+                   help="the blocks' dtype (default: each block's published one)")
+    p.add_argument("--reps", type=int, default=5)
+    args = p.parse_args()
+    if not torch.cuda.is_available():
+        print("torch_backend_bench: needs a CUDA GPU", file=sys.stderr)
+        return 1
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}.get(args.dtype)
+    rows_list = [int(r) for r in args.rows.split(",")]
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+               "blocks": [], "dynamic": []}
+    print("| block | dtype | rows | launches mlpc / eager / compile | eager µs | compile µs | "
+          "mlpc µs | eager/mlpc | compile/mlpc | max abs err (of tol) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    with torch.no_grad():
+        for name in args.blocks.split(","):
+            try:
+                r = bench_block(name, rows_list, dtype, args.reps)
+            except Exception as e:
+                print(f"| {name} | error: {type(e).__name__}: {str(e).splitlines()[0]} |")
+                results["blocks"].append({"block": name, "error": f"{type(e).__name__}: {e}"})
+                continue
+            results["blocks"].append(r)
+            for rows, v in r["rows"].items():
+                print(f"| {name} | {r['dtype']} | {rows} | {v['launches_mlpc']} / "
+                      f"{v['launches_eager']} / {v['launches_compile']} | {v['eager_us']:.1f} | "
+                      f"{v['compile_us']:.1f} | {v['mlpc_us']:.1f} | {v['eager_over_mlpc']:.2f} | "
+                      f"{v['compile_over_mlpc']:.2f} | {v['max_abs_err']:.2e} "
+                      f"({v['err_of_tolerance']:.2f}){'' if v['within_tolerance'] else ' FAIL'} |")
+            sys.stdout.flush()
+        print("\n| block | recompiles | mlpc compiles | NVRTC builds after compile | errors |")
+        print("|---|---|---|---|---|")
+        for name in args.blocks.split(","):
+            try:
+                dyn = dynamic_batches(name, dtype)
+            except Exception as e:
+                dyn = {"block": name, "errors": [f"{type(e).__name__}: {e}"]}
+            results["dynamic"].append(dyn)
+            print(f"| {name} | {dyn.get('recompiles')} | {dyn.get('mlpc_compiles')} | "
+                  f"{dyn.get('nvrtc_builds_after_compile')} | {'; '.join(dyn['errors'])} |")
+    print("\n| block | C++ run µs | Python call µs | Python over C++ µs | torch.compile call µs |")
+    print("|---|---|---|---|---|")
+    for r in results["blocks"]:
+        o = r.get("overhead_b16")
+        if o:
+            print(f"| {r['block']} | {o['cpp_run_us']:.2f} | {o['python_call_us']:.2f} | "
+                  f"{o['python_over_cpp_us']:.2f} | {o['torch_compile_call_us']:.2f} |")
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1, default=str)
+        print(f"\nwrote {args.json}")
+    bad = [r["block"] for r in results["blocks"] if "error" in r or
+           not all(v["within_tolerance"] for v in r["rows"].values())]
+    bad += [d["block"] for d in results["dynamic"] if d.get("nvrtc_builds_after_compile")]
+    if bad:
+        print(f"torch_backend_bench: FAIL: {', '.join(sorted(set(bad)))}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
