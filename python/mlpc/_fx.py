@@ -62,10 +62,9 @@ class Value:
     def __init__(self, name, dtype, dims, batched=True):
         self.name, self.dtype, self.dims, self.batched = name, dtype, tuple(dims), batched
 
-    def type(self, dtype=None, dims=None):
-        d = ["M"] if self.batched else []
-        d += [str(x) for x in (self.dims if dims is None else dims)]
-        return f"{dtype or self.dtype}[{', '.join(d)}]"
+    def type(self):
+        d = (["M"] if self.batched else []) + [str(x) for x in self.dims]
+        return f"{self.dtype}[{', '.join(d)}]"
 
 
 class Meta:
@@ -345,11 +344,10 @@ class Translator:
         raise Unsupported(f"broadcast of {a.type()} and {b.type()}")
 
     def number_or_val(self, arg):
+        arg = self.scalar(arg)
         if isinstance(arg, (int, float)) and not isinstance(arg, bool):
             return arg
         if isinstance(arg, fx.Node) and isinstance(self.values.get(arg), Meta):
-            if isinstance(self.values[arg].value, (int, float)):
-                return self.values[arg].value
             raise Unsupported("an operand is a size, not a tensor")
         return self.val(arg)
 
@@ -536,7 +534,7 @@ class Translator:
                              get(2, "weight"), None, get(3, "eps"))
         if f in RESHAPES:
             return self.reshape(node, args[0])
-        if f == "to" or f == "type" and args[1:] and isinstance(args[1], torch.dtype):
+        if f == "to" or (f == "type" and args[1:] and isinstance(args[1], torch.dtype)):
             return self.to(node, args[0], args[1:], kw)
         if f in CAST_METHODS and len(args) == 1:
             return self.cast(node, self.val(args[0]), MLPC_DTYPES[CAST_METHODS[f]], name=node.name)

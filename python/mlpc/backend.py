@@ -32,8 +32,7 @@ def reset():
 class Report:
     """Node by node: what ran on mlpc (which part) and what stayed in PyTorch, with the reason."""
 
-    def __init__(self, gm):
-        self.gm = gm
+    def __init__(self):
         self.rows = []  # (node name, description, location, where it runs)
         self.note = None  # a line about the whole graph (it fell back whole, and why)
         self.parts = 0
@@ -121,7 +120,7 @@ def backend(gm, example_inputs, level=2, decide_batches=None, **spec):
     """The torch.compile backend: (fx.GraphModule, example inputs) -> a callable."""
     global _last
     counters["graphs"] += 1
-    report = Report(gm)
+    report = Report()
     _last = report
     try:
         if _needs_grad(gm, example_inputs):
@@ -147,7 +146,7 @@ def backend(gm, example_inputs, level=2, decide_batches=None, **spec):
 
 def partition_report(gm, example_inputs):
     """The report of how the backend would partition `gm`, without compiling anything."""
-    report = Report(gm)
+    report = Report()
     _partition(gm, list(example_inputs), report, None)
     return report
 

@@ -55,7 +55,7 @@ class DynamoGraphs(unittest.TestCase):
         for name, parts in (("leaky_mlp", 2), ("bert_base_ffn", 1), ("llama3_8b_ffn", 1)):
             with self.subTest(block=name):
                 gm, inputs = dynamo_graph(name, True)
-                report = backend.Report(gm)
+                report = backend.Report()
                 backend._partition(gm, inputs, report, dict(level=1))
                 self.assertEqual(len(report.modules), parts, str(report))
                 self.assertEqual(report.fallbacks() != [], name == "leaky_mlp", str(report))
