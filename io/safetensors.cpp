@@ -18,7 +18,7 @@ using nlohmann::json;
 constexpr size_t kLengthBytes = 8;
 
 // The format's other dtypes: named in the error, so the user knows to convert, not to fix a typo.
-constexpr std::string_view kOtherDtypes[] = {"F64", "I64", "I32", "I16", "I8", "U64", "U32",
+constexpr std::string_view kOtherDtypes[] = {"I64", "I32", "I16", "I8", "U64", "U32",
                                              "U16", "U8", "BOOL", "F8_E5M2", "F8_E4M3",
                                              "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4", "C64"};
 
@@ -60,13 +60,15 @@ struct Reader {
     }
   }
 
-  ir::DType dtype_of(const std::string& name, const json& j) const {
+  // The dtype, and whether the file stores it as F64 (then F32, the values kept as doubles).
+  std::pair<ir::DType, bool> dtype_of(const std::string& name, const json& j) const {
     if (!j.is_string()) fail(name, "\"dtype\" is not a string");
     const std::string& s = j.get_ref<const std::string&>();
     for (ir::DType t : {ir::DType::F32, ir::DType::F16, ir::DType::BF16})
-      if (s == safetensors_dtype_name(t)) return t;
+      if (s == safetensors_dtype_name(t)) return {t, false};
+    if (s == "F64") return {ir::DType::F32, true};
     if (std::find(std::begin(kOtherDtypes), std::end(kOtherDtypes), s) != std::end(kOtherDtypes))
-      fail(name, fmt::format("dtype {} is not one mlpc takes (F32, F16, BF16)", s));
+      fail(name, fmt::format("dtype {} is not one mlpc takes (F32, F16, BF16, F64)", s));
     fail(name, fmt::format("unknown dtype {}", quote_name(s)));
   }
 
@@ -83,7 +85,7 @@ struct Reader {
 
   // Bytes the tensor must take: numel * itemsize, refusing overflow.
   uint64_t byte_size(const SafetensorsEntry& e) const {
-    uint64_t n = ir::dtype_size(e.dtype);
+    uint64_t n = stored_itemsize(e);
     for (int64_t d : e.shape)
       if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n))
         fail(e.name, "its shape has more elements than fit in 64 bits");
@@ -98,7 +100,9 @@ struct Reader {
         fail(name, fmt::format("unknown field {}", quote_name(key)));
     for (const char* key : {"dtype", "shape", "data_offsets"})
       if (!j.contains(key)) fail(name, fmt::format("has no \"{}\"", key));
-    SafetensorsEntry e{name, dtype_of(name, j["dtype"]), shape_of(name, j["shape"])};
+    const auto [dtype, f64] = dtype_of(name, j["dtype"]);
+    SafetensorsEntry e{name, dtype, shape_of(name, j["shape"])};
+    e.f64 = f64;
     const json& off = j["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
         !off[1].is_number_unsigned())
@@ -112,7 +116,8 @@ struct Reader {
     uint64_t want = byte_size(e);
     if (e.end - e.begin != want)
       fail(name, fmt::format("shape [{}] in {} takes {} bytes but data_offsets [{}, {}] hold {}",
-                             fmt::join(e.shape, ", "), safetensors_dtype_name(e.dtype), want,
+                             fmt::join(e.shape, ", "),
+                             e.f64 ? std::string_view("F64") : safetensors_dtype_name(e.dtype), want,
                              e.begin, e.end, e.end - e.begin));
     return e;
   }
@@ -204,11 +209,20 @@ runtime::HostTensor decode_tensor(std::string_view file_bytes, const Safetensors
   std::string_view data = safetensors_data(file_bytes);
   MLPC_ASSERT(e.begin <= e.end && e.end <= data.size(), "tensor outside the data section");
   runtime::HostTensor t{e.dtype, e.shape, {}};
-  MLPC_ASSERT(static_cast<uint64_t>(t.numel()) * ir::dtype_size(e.dtype) == e.end - e.begin,
+  MLPC_ASSERT(static_cast<uint64_t>(t.numel()) * stored_itemsize(e) == e.end - e.begin,
               "tensor size does not match its offsets");
+  if (e.f64) {  // little-endian IEEE doubles, as the format stores them
+    t.data.resize(static_cast<size_t>(t.numel()));
+    if (!t.data.empty()) std::memcpy(t.data.data(), data.data() + e.begin, e.end - e.begin);
+    return t;
+  }
   t.data = runtime::decode(e.dtype, reinterpret_cast<const uint8_t*>(data.data() + e.begin),
                            t.numel());
   return t;
+}
+
+uint64_t stored_itemsize(const SafetensorsEntry& e) {
+  return e.f64 ? sizeof(double) : ir::dtype_size(e.dtype);
 }
 
 std::string encode_safetensors(const std::map<std::string, runtime::HostTensor>& tensors) {

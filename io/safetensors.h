@@ -26,7 +26,13 @@ struct SafetensorsEntry {
   ir::DType dtype;
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // byte offsets into the data section
+  // Stored as F64 (PyTorch's float64 export): decoded as doubles into an F32-typed tensor, which
+  // binding rounds to the param's dtype like any other narrowing.
+  bool f64 = false;
 };
+
+// Bytes per element as stored in the file: 8 for F64, else the dtype's size.
+uint64_t stored_itemsize(const SafetensorsEntry& e);
 
 // The tensors of a whole file held in memory, ordered by offset. Throws mlpc::Error; never reads
 // outside `file_bytes`.

@@ -150,8 +150,8 @@ TEST_CASE("safetensors: a key given twice", "[safetensors][errors]") {
 TEST_CASE("safetensors: unknown and unsupported dtypes", "[safetensors][errors]") {
   CHECK_THAT(parse_error(one_tensor(R"("dtype":"F33","shape":[1],"data_offsets":[0,4])", 4)),
              Catch::Contains("tensor 'w': unknown dtype 'F33'"));
-  CHECK_THAT(parse_error(one_tensor(R"("dtype":"F64","shape":[1],"data_offsets":[0,8])", 8)),
-             Catch::Contains("tensor 'w': dtype F64 is not one mlpc takes"));
+  CHECK_THAT(parse_error(one_tensor(R"("dtype":"I64","shape":[1],"data_offsets":[0,8])", 8)),
+             Catch::Contains("tensor 'w': dtype I64 is not one mlpc takes (F32, F16, BF16, F64)"));
   CHECK_THAT(parse_error(one_tensor(R"("dtype":7,"shape":[1],"data_offsets":[0,4])", 4)),
              Catch::Contains("\"dtype\" is not a string"));
 }
@@ -323,4 +323,19 @@ TEST_CASE("files: unreadable paths are one clear error", "[safetensors][errors]"
              }()),
              Catch::Contains("has 10 bytes, more than the 4"));
   CHECK(io::read_file_bytes(big) == "0123456789");
+}
+
+TEST_CASE("safetensors: F64 tensors are read as doubles, F32-typed", "[safetensors]") {
+  const double values[2] = {0.1, -3.0e300};
+  std::string bytes = one_tensor(R"("dtype":"F64","shape":[2],"data_offsets":[0,16])", 16);
+  std::memcpy(bytes.data() + bytes.size() - 16, values, 16);
+  std::vector<mlpc::io::SafetensorsEntry> entries = mlpc::io::parse_safetensors(bytes, "w.st");
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].f64);
+  CHECK(mlpc::io::stored_itemsize(entries[0]) == 8);
+  mlpc::runtime::HostTensor t = mlpc::io::decode_tensor(bytes, entries[0]);
+  CHECK(t.dtype == mlpc::ir::DType::F32);
+  CHECK(t.data == std::vector<double>{0.1, -3.0e300});  // exact: rounding is binding's
+  CHECK_THAT(parse_error(one_tensor(R"("dtype":"F64","shape":[2],"data_offsets":[0,8])", 8)),
+             Catch::Contains("shape [2] in F64 takes 16 bytes but data_offsets [0, 8] hold 8"));
 }
