@@ -104,6 +104,11 @@ inline constexpr TransposeTile kTransposeTile{32, 4};
 struct KernelStep {
   std::string name;    // the __global__ function, also the IR symbol
   std::string source;  // a complete CUDA C++ translation unit
+  // The __global__ function in the CUBIN this step launches: empty for `name`; else the name of
+  // a step earlier in the plan that computes the same region on the same types, whose source
+  // this step holds too, so NVRTC builds it once (codegen/plan_builder: share_identical_kernels).
+  std::string symbol;
+  const std::string& cubin_symbol() const { return symbol.empty() ? name : symbol; }
   std::vector<int> inputs;  // buffer indices, in parameter order
   int output = -1;
   int64_t row_len = 1;  // last dim of the iteration space

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,6 +28,14 @@ Epilogue epilogue_of(ir::Op op) {
   }
 }
 
+// Why neither generated GEMM kernel can compute `s`: it stays a cuBLASLt call.
+std::string no_kernel_reason(const GemmStep& s) {
+  if (s.residual >= 0)
+    return fmt::format("cuBLASLt: its residual add ({}) is an epilogue only cuBLASLt runs", s.op);
+  return fmt::format("cuBLASLt: no generated GEMM kernel takes {} x {} (N x K) in {}", s.n, s.k,
+                     ir::dtype_name(s.dtype));
+}
+
 // Each GEMM step a generated kernel can compute becomes one where options say so (every one the
 // CUDA-core kernel can, or the decider's pick among the candidates, recorded in plan.choices).
 void apply_small_gemms(Plan& plan, const PlanOptions& options,
@@ -42,7 +51,10 @@ void apply_small_gemms(Plan& plan, const PlanOptions& options,
       std::vector<KernelStep> candidates;
       for (auto* make : {&generate_small_gemm_kernel, &generate_mma_gemm_kernel})
         if (auto k = make(*s)) candidates.push_back(std::move(*k));
-      if (candidates.empty()) continue;
+      if (candidates.empty()) {  // still said: every GEMM's line tells how it runs
+        plan.choices.push_back({s->name, false, no_kernel_reason(*s)});
+        continue;
+      }
       KernelChoice c = options.small_gemm_decider(plan, *s, candidates);
       plan.choices.push_back({s->name, c.use_kernel, std::move(c.why)});
       if (c.use_kernel) kernel = std::move(candidates.at(c.kernel));
@@ -50,6 +62,46 @@ void apply_small_gemms(Plan& plan, const PlanOptions& options,
     if (!kernel) continue;
     kernel->name = take_unique_name(kernel_names, kernel->name);
     step = std::move(*kernel);
+  }
+}
+
+// What a fused region computes, without its names: each body node's op, operands (by position),
+// type and constant, so two regions that differ only in value names compare equal.
+std::string region_structure(const ir::Graph& g, const ir::Node& fused) {
+  std::string key = fmt::format("{} {}\n", ir::op_name(fused.op), ir::to_string(fused.type));
+  for (const ir::Node& n : fused.body->nodes) {
+    key += fmt::format("{} {} {:a}", ir::op_name(n.op), ir::to_string(n.type), n.scalar);
+    for (ir::NodeId o : n.operands) key += fmt::format(" {}", o.index);
+    key += '\n';
+  }
+  for (ir::NodeId o : fused.operands) key += ir::to_string(g.node(o).type) + ";";
+  return key;
+}
+
+// Regions met again (eager's hundred relus, a long chain cut into equal regions) launch the
+// kernel built for the first: same source, one NVRTC build. Run last, on the kernels as the plan
+// launches them: a kernel another step rewrote (a transposed store, TF32 parts) keeps its own.
+void share_identical_kernels(Plan& plan, const std::map<std::string, std::string>& structure) {
+  auto launch_key = [&](const KernelStep& k) -> std::optional<std::string> {
+    auto it = structure.find(k.name);
+    if (it == structure.end() || k.gated || k.gated_mma || k.gemm_k || k.tf32x3_store ||
+        k.transposed_store)
+      return std::nullopt;
+    std::string key = fmt::format("{}|{} {} {} {} {}|", it->second, k.row_len, k.vec,
+                                  k.threads_per_row, k.rows_per_block, k.out_row_len);
+    for (int b : k.inputs) key += ir::to_string(plan.buffers[b].type) + ";";
+    return key + ir::to_string(plan.buffers[k.output].type);
+  };
+  std::map<std::string, const KernelStep*> first;
+  for (Step& step : plan.steps) {
+    auto* k = std::get_if<KernelStep>(&step);
+    if (!k) continue;
+    std::optional<std::string> key = launch_key(*k);
+    if (!key) continue;
+    auto [it, fresh] = first.try_emplace(*key, k);
+    if (fresh) continue;
+    k->symbol = it->second->name;
+    k->source = it->second->source;
   }
 }
 
@@ -70,6 +122,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
   std::set<std::string> kernel_names;
   for (const ir::Node& n : g.nodes)
     if (ir::is_fused(n.op)) kernel_names.insert(n.symbol);
+  std::map<std::string, std::string> structure;  // fused kernel name -> its region's structure
 
   for (const ir::Node& n : g.nodes) {
     switch (n.op) {
@@ -108,17 +161,13 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
         plan.steps.push_back(std::move(s));  // a generated kernel instead: decided below
         break;
       }
-      case ir::Op::FusedPointwise: {
-        KernelStep k = generate_pointwise_kernel(g, n);
-        for (ir::NodeId o : n.operands) k.inputs.push_back(buf(o));
-        k.output = add_buffer(n, BufferRole::Intermediate);
-        plan.steps.push_back(std::move(k));
-        break;
-      }
+      case ir::Op::FusedPointwise:
       case ir::Op::FusedReduction: {
-        KernelStep k = generate_reduction_kernel(g, n);
+        KernelStep k = n.op == ir::Op::FusedPointwise ? generate_pointwise_kernel(g, n)
+                                                      : generate_reduction_kernel(g, n);
         for (ir::NodeId o : n.operands) k.inputs.push_back(buf(o));
         k.output = add_buffer(n, BufferRole::Intermediate);
+        structure[k.name] = region_structure(g, n);
         plan.steps.push_back(std::move(k));
         break;
       }
@@ -141,6 +190,7 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
   apply_small_gemms(plan, options, kernel_names);
   apply_tf32x3(plan, g, options.tf32x3_decider);
   apply_transposed_x(plan, g, options.transposed_x_decider);
+  share_identical_kernels(plan, structure);
   return plan;
 }
 

@@ -55,7 +55,7 @@ inline int64_t decide_rows(const CompileOptions& options) {
 struct CompiledGraph {
   passes::PipelineResult pipeline;
   codegen::Plan plan;
-  std::map<std::string, std::vector<char>> cubins;  // kernel name -> CUBIN
+  std::map<std::string, std::vector<char>> cubins;  // KernelStep::cubin_symbol() -> CUBIN
   std::string arch;
   // Wall time of each phase. passes_ms and plan_ms include the -O2 decisions measured on the GPU
   // (merged and epilogue GEMMs in the passes; small, gated and 3xTF32 GEMMs in the plan: each

@@ -84,6 +84,13 @@ class Grouper {
         default: decide(Verdict::Rejected, "producer is already a kernel"); return false;
       }
       if (group_of_[p] != -1) return false;
+      if (grp.members.size() + grp.recomputed.size() >= kMaxRegionOps) {
+        decide(Verdict::Rejected,
+               fmt::format("the region holds {} ops, the most one kernel takes (NVRTC's time "
+                           "grows faster than a kernel's size): the producer starts another",
+                           kMaxRegionOps));
+        return false;
+      }
       if (g_.nodes[consumer].op == ir::Op::Slice) {
         // Even at full width (offset 0: an identity): the kernel reads a slice's columns from
         // memory with strided loads (codegen/pointwise_kernel.cpp). Fusing it was an internal

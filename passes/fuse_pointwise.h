@@ -5,10 +5,16 @@
 // Every decision and its reason goes to `report`. Requires a verified graph.
 #pragma once
 
+#include <cstddef>
+
 #include "ir/graph.h"
 #include "passes/fusion_report.h"
 
 namespace mlpc::passes {
+
+// The most ops one region takes: past it NVRTC's build time grows faster than the region
+// (docs/testing.md, "Limits"), so a longer chain becomes several kernels.
+inline constexpr size_t kMaxRegionOps = 128;
 
 bool fuse_pointwise(ir::Graph& g, FusionReport* report = nullptr);
 

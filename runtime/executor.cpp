@@ -197,23 +197,23 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
     for (const codegen::Step& step : plan_.steps) {
       const auto* k = std::get_if<codegen::KernelStep>(&step);
       // Steps that launch one kernel (codegen/plan_builder: share_identical_kernels) load it once.
-      if (!k || kernels_.count(k->name)) continue;
-      auto it = cubins_.find(k->name);
+      if (!k || kernels_.count(k->cubin_symbol())) continue;
+      auto it = cubins_.find(k->cubin_symbol());
       if (it == cubins_.end() || it->second.empty())
-        throw Error(fmt::format("no CUBIN for kernel {}", k->name));
+        throw Error(fmt::format("no CUBIN for kernel {}", k->cubin_symbol()));
       cudaLibrary_t lib = nullptr;
       MLPC_CUDA(cudaLibraryLoadData(&lib, it->second.data(), nullptr, nullptr, 0, nullptr,
                                     nullptr, 0));
       libraries_.push_back(lib);
       cudaKernel_t kernel = nullptr;
-      MLPC_CUDA(cudaLibraryGetKernel(&kernel, lib, k->name.c_str()));
+      MLPC_CUDA(cudaLibraryGetKernel(&kernel, lib, k->cubin_symbol().c_str()));
       if (k->smem_bytes > 48 * 1024) {  // past the default limit: opt in
         int device = 0;
         MLPC_CUDA(cudaGetDevice(&device));
         MLPC_CUDA(cudaKernelSetAttributeForDevice(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k->smem_bytes, device));
       }
-      kernels_[k->name] = kernel;
+      kernels_[k->cubin_symbol()] = kernel;
     }
   } catch (...) {
     for (cudaLibrary_t lib : libraries_) cudaLibraryUnload(lib);
@@ -518,7 +518,7 @@ void Executor::resolve_launches(Bound& b) {
       b.has_work |= l.rows > 0;
     } else {
       const auto& k = std::get<codegen::KernelStep>(step);
-      l.kernel = kernels_.at(k.name);
+      l.kernel = kernels_.at(k.cubin_symbol());
       if (k.gated) {
         resolve_gated(l, k, read);
         b.has_work |= l.n > 0;

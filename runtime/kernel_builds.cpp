@@ -26,11 +26,11 @@ KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::s
   for (const codegen::Step& s : steps) {
     const auto* k = std::get_if<codegen::KernelStep>(&s);
     if (!k) continue;
-    auto [it, fresh] = by_name.try_emplace(k->name, k);
+    auto [it, fresh] = by_name.try_emplace(k->cubin_symbol(), k);
     if (fresh)
       kernels.push_back(k);
     else if (it->second->source != k->source)
-      throw Error(fmt::format("two different kernels named {} in one plan", k->name));
+      throw Error(fmt::format("two different kernels named {} in one plan", k->cubin_symbol()));
   }
 
   CachedCompiler generic(arch, use_cache);
@@ -44,7 +44,7 @@ KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::s
   parallel_for(static_cast<int64_t>(kernels.size()), [&](int64_t i) {
     const codegen::KernelStep& k = *kernels[static_cast<size_t>(i)];
     try {
-      built[static_cast<size_t>(i)] = (k.gated ? *gated : generic).get(k.source, k.name);
+      built[static_cast<size_t>(i)] = (k.gated ? *gated : generic).get(k.source, k.cubin_symbol());
     } catch (...) {
       failed[static_cast<size_t>(i)] = std::current_exception();
     }
@@ -57,7 +57,7 @@ KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::s
   for (size_t i = 0; i < kernels.size(); ++i) {
     ++(built[i].hit ? out.hits : out.misses);
     out.nvrtc_ms += built[i].nvrtc_ms;
-    out.cubins[kernels[i]->name] = std::move(built[i].bytes);
+    out.cubins[kernels[i]->cubin_symbol()] = std::move(built[i].bytes);
   }
   return out;
 }

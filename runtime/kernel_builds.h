@@ -14,7 +14,7 @@
 namespace mlpc::runtime {
 
 struct KernelBuilds {
-  std::map<std::string, std::vector<char>> cubins;  // kernel name -> CUBIN
+  std::map<std::string, std::vector<char>> cubins;  // KernelStep::cubin_symbol() -> CUBIN
   int hits = 0, misses = 0;  // from the cache / built by NVRTC (every kernel, with it off)
   double nvrtc_ms = 0.0;     // NVRTC's time summed over the kernels it built
   bool cache_enabled = false;

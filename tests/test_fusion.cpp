@@ -2,6 +2,10 @@
 // recorded for every producer that did not fuse.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
+#include "ir/parser.h"
+#include "ir/printer.h"
 #include "pass_test_util.h"
 #include "passes/dce.h"
 #include "passes/fuse_pointwise.h"
@@ -252,4 +256,29 @@ func @geglu(%x: bf16[M, 768]) -> bf16[M, 768] {
   CHECK(count(got, "fused.pointwise") == 2);
   CHECK(count(got, "@mlpc_gelu_tanh_0(%g)") == 1);
   CHECK(count(got, "@mlpc_mul_1(%a, %u)") == 1);
+}
+
+TEST_CASE("a pointwise chain longer than a region's limit becomes several kernels", "[fusion]") {
+  // 300 ops: regions of kMaxRegionOps (128), 128 and 44, so NVRTC's time stays linear in the
+  // chain's length. Each cut is recorded with its reason.
+  const size_t n = 300;
+  std::string text = "func @chain(%x: f32[M, 64]) -> f32[M, 64] {\n";
+  std::string prev = "%x";
+  for (size_t i = 0; i < n; ++i) {
+    text += fmt::format("  %v{} = {} {} : f32[M, 64]\n", i, i % 2 ? "neg" : "tanh", prev);
+    prev = fmt::format("%v{}", i);
+  }
+  text += "  return " + prev + "\n}\n";
+  ir::Graph g = ir::parse(text, "chain.mlp");
+  passes::FusionReport report;
+  REQUIRE(passes::fuse_pointwise(g, &report));
+  std::vector<size_t> sizes;
+  for (const ir::Node& node : g.nodes)
+    if (node.op == ir::Op::FusedPointwise) sizes.push_back(node.body->nodes.size() - 2);
+  INFO(ir::print(g));
+  CHECK(sizes == std::vector<size_t>{44, passes::kMaxRegionOps, passes::kMaxRegionOps});
+  int cuts = 0;
+  for (const passes::FusionDecision& d : report.decisions)
+    if (d.reason.find("the most one kernel takes") != std::string::npos) ++cuts;
+  CHECK(cuts == 2);
 }

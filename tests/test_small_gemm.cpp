@@ -130,9 +130,13 @@ TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, a
   };
   codegen::Plan p = codegen::build_plan(c.pipeline.graph, {.small_gemm_decider = decider});
   // ffn at -O2: the gate and up GEMMs are asked about; the down GEMM carries the residual
-  // through C, which the kernel cannot, so it is not.
+  // through C, which the kernel cannot, so it is not, and its choice says why.
   CHECK(asked == std::vector<std::string>{"gemm_gate", "gemm_up"});
-  REQUIRE(p.choices.size() == 2);
+  REQUIRE(p.choices.size() == 3);
+  CHECK(p.choices[2].step == "gemm_y");
+  CHECK_FALSE(p.choices[2].taken);
+  CHECK(p.choices[2].why ==
+        "cuBLASLt: its residual add (matmul_residual) is an epilogue only cuBLASLt runs");
   CHECK(p.choices[0].step == "gemm_gate");
   CHECK(p.choices[0].taken);
   CHECK(p.choices[0].why == "choice 1");
