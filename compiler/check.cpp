@@ -69,17 +69,37 @@ runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype, bool tf3
   return runtime::tolerance_for(dtype, max_k, max_depth, tf32x3);
 }
 
+const ir::Node* residual_base(const ir::Graph& g, size_t output) {
+  const std::vector<ir::NodeId> outs = g.outputs();
+  if (output >= outs.size()) return nullptr;
+  const ir::Node& y = g.node(outs[output]);
+  if (y.op != ir::Op::Add) return nullptr;
+  for (ir::NodeId o : y.operands) {
+    const ir::Node& x = g.node(o);
+    if (x.op == ir::Op::Input && x.type == y.type) return &x;
+  }
+  return nullptr;
+}
+
 Check compare_rows(const ir::Graph& g, const std::vector<runtime::HostTensor>& got,
                    const std::vector<int64_t>& rows,
-                   const std::vector<runtime::HostTensor>& reference, bool tf32x3) {
+                   const std::vector<runtime::HostTensor>& reference, bool tf32x3,
+                   const Values* values) {
   Check c;
   c.rows = rows;
   for (size_t i = 0; i < got.size() && i < reference.size(); ++i) {
-    runtime::Comparison r = runtime::compare(runtime::take_rows(got[i], rows), reference[i],
-                                             graph_tolerance(g, got[i].dtype, tf32x3));
+    const runtime::Tolerance tol = graph_tolerance(g, got[i].dtype, tf32x3);
+    const runtime::HostTensor mine = runtime::take_rows(got[i], rows);
+    runtime::Comparison r = runtime::compare(mine, reference[i], tol);
     c.max_abs_err = std::max(c.max_abs_err, r.max_abs_err);
     c.worst_ratio = std::max(c.worst_ratio, r.worst_ratio);
     c.ok = c.ok && r.ok;
+    const ir::Node* base = residual_base(g, i);
+    if (!base || !values || !values->count(base->name)) continue;
+    const runtime::HostTensor x = runtime::take_rows(values->at(base->name), rows);
+    runtime::Comparison d = runtime::compare_contribution(mine, reference[i], &x, tol);
+    c.contribution_worst_ratio = std::max(c.contribution_worst_ratio, d.worst_ratio);
+    c.ok = c.ok && d.ok;
   }
   c.ok = c.ok && got.size() == reference.size();
   return c;

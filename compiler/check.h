@@ -29,6 +29,9 @@ struct Check {
   std::vector<int64_t> rows;  // the rows compared
   double max_abs_err = 0.0;
   double worst_ratio = 0.0;  // <= 1: within tolerance
+  // Residual outputs (y = x + f(x), x an input): f's part judged on its own scale
+  // (runtime::compare_contribution); 0 when no output is one, or no values were given.
+  double contribution_worst_ratio = 0.0;
   bool ok = true;
 };
 
@@ -38,9 +41,16 @@ std::vector<runtime::HostTensor> reference_on_rows(const ir::Graph& g, const Val
 // Compares `got` (full-batch outputs) on `rows` with `reference`, with the graph's tolerance;
 // `tf32x3`: the plan that computed `got` has a 3xTF32 GEMM less accurate than IEEE fp32
 // (codegen/tf32x3_plan.h: needs_tf32x3_tolerance).
+// With `values` (the inputs the outputs were computed from), a residual output is also judged
+// on y - x.
 Check compare_rows(const ir::Graph& g, const std::vector<runtime::HostTensor>& got,
                    const std::vector<int64_t>& rows,
-                   const std::vector<runtime::HostTensor>& reference, bool tf32x3 = false);
+                   const std::vector<runtime::HostTensor>& reference, bool tf32x3 = false,
+                   const Values* values = nullptr);
+
+// The input output `i` of `g` adds its contribution to (`%y = add %x, %f` with %x an input of
+// y's type), or nullptr.
+const ir::Node* residual_base(const ir::Graph& g, size_t output);
 
 // The tolerance for `g`'s outputs: its dtype and its longest GEMM reduction.
 runtime::Tolerance graph_tolerance(const ir::Graph& g, ir::DType dtype, bool tf32x3 = false);

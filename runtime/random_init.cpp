@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <numbers>
 #include <vector>
 
@@ -39,6 +40,18 @@ int64_t fan_in(const ir::Graph& g, const ir::Node& p) {
   return p.type.shape.dims[0];
 }
 
+// What a norm starts with in PyTorch (nn.RMSNorm / nn.LayerNorm): weight 1, bias 0. Seeded
+// like a Linear's, a norm weight (~0.03) would shrink everything after it, and a check would
+// not see the layers behind it.
+std::optional<double> norm_init(const ir::Graph& g, ir::NodeId id) {
+  for (const ir::Node& n : g.nodes) {
+    if (n.op != ir::Op::RmsNorm && n.op != ir::Op::LayerNorm) continue;
+    if (n.operands.size() > 1 && n.operands[1] == id) return 1.0;
+    if (n.operands.size() > 2 && n.operands[2] == id) return 0.0;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<uint8_t> random_bytes(ir::DType dtype, int64_t count, double scale, uint64_t seed) {
@@ -72,6 +85,10 @@ HostTensor random_param(const ir::Graph& g, ir::NodeId id, uint64_t seed) {
   const ir::Node& p = g.node(id);
   HostTensor t{p.type.dtype, concrete_dims(p.type.shape, 1), {}};
   t.data.resize(t.numel());
+  if (std::optional<double> v = norm_init(g, id)) {
+    std::fill(t.data.begin(), t.data.end(), *v);
+    return t;
+  }
   double bound = 1.0 / std::sqrt(static_cast<double>(fan_in(g, p)));
   uint64_t stream = stream_of(seed, p.name);
   for (int64_t i = 0; i < t.numel(); ++i)

@@ -1,7 +1,8 @@
 // Seeded weights and inputs. Counter-based: element i of tensor NAME depends only on (seed, NAME,
 // i), so runs are reproducible and eager, compiled and the reference all see the same numbers.
-// Weights follow nn.Linear's default init, U(-1/sqrt(fan_in), 1/sqrt(fan_in)); inputs are
-// standard normal. Values are rounded to the tensor's dtype.
+// Weights follow nn.Linear's default init, U(-1/sqrt(fan_in), 1/sqrt(fan_in)); a norm's weight
+// is 1 and its bias 0, as nn.RMSNorm / nn.LayerNorm start; inputs are standard normal. Values
+// are rounded to the tensor's dtype.
 #pragma once
 
 #include <cstdint>

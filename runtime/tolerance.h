@@ -48,4 +48,13 @@ struct Comparison {
 
 Comparison compare(const HostTensor& got, const HostTensor& ref, const Tolerance& tol);
 
+// For a residual block y = base + f(...): compares got - base with ref - base, with the floor
+// and rtol taken relative to that contribution, plus one unit of y's own rounding. A check of y
+// alone passes a wrong f whose error hides under base's magnitude; this one does not.
+Comparison compare_contribution(const HostTensor& got, const HostTensor& ref,
+                                const HostTensor* base, const Tolerance& tol);
+
+// 2^-24 (f32), 2^-11 (f16), 2^-8 (bf16): the relative error of rounding to `dtype`.
+double unit_roundoff(ir::DType dtype);
+
 }  // namespace mlpc::runtime

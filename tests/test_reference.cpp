@@ -155,3 +155,35 @@ func @f(%x: f32[M, 4096]) -> f32[M, 4096] {
   CHECK_THROWS_WITH(check_reference_fits(g, 1 << 24),
                     Catch::Contains("the fp64 reference of @f at batch 16777216 needs 1024.0 GiB"));
 }
+
+TEST_CASE("a residual block is judged on its contribution too", "[reference]") {
+  // y = x + 0.1 * tanh(x W^T): the block adds ~5% to y. Its result scaled by 1.2 (a wrong
+  // kernel) moves y by ~1% of its size, under bf16's tolerance on y, but not on y - x.
+  ir::Graph g = ir::parse(R"(
+func @res(%x: bf16[M, 64]) -> bf16[M, 64] {
+  %w = param bf16[64, 64]
+  %h = matmul %x, %w : bf16[M, 64]
+  %t = tanh %h : bf16[M, 64]
+  %f = scale %t, 0.1 : bf16[M, 64]
+  %y = add %x, %f : bf16[M, 64]
+  return %y
+})", "res.mlp");
+  REQUIRE(residual_base(g, 0) != nullptr);
+  CHECK(residual_base(g, 0)->name == "x");
+  Values v = random_values(g, 32, 5);
+  std::vector<int64_t> rows = sample_rows(32, 32);
+  std::vector<runtime::HostTensor> ref = reference_on_rows(g, v, rows);
+  std::vector<runtime::HostTensor> good = ref, bad = ref;
+  const runtime::HostTensor& x = v.at("x");
+  for (size_t i = 0; i < ref[0].data.size(); ++i) {
+    good[0].data[i] = runtime::round_to(ir::DType::BF16, ref[0].data[i]);
+    bad[0].data[i] = x.data[i] + 1.2 * (ref[0].data[i] - x.data[i]);
+  }
+  CHECK(compare_rows(g, good, rows, ref, false, &v).ok);
+  const Check on_y = compare_rows(g, bad, rows, ref);
+  CHECK(on_y.ok);  // what a check of y alone says
+  const Check both = compare_rows(g, bad, rows, ref, false, &v);
+  INFO("contribution ratio " << both.contribution_worst_ratio);
+  CHECK_FALSE(both.ok);
+  CHECK(both.contribution_worst_ratio > 1.0);
+}

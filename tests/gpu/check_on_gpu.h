@@ -21,8 +21,9 @@ inline void check_rows_on_gpu(const ir::Graph& g, const CompiledGraph& c, const 
                               int64_t batch, const std::vector<int64_t>& rows,
                               const std::vector<runtime::HostTensor>& reference) {
   Check check = compare_rows(g, run_on_gpu(c, values, batch), rows, reference,
-                             codegen::needs_tf32x3_tolerance(c.plan));
-  INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio);
+                             codegen::needs_tf32x3_tolerance(c.plan), &values);
+  INFO("max_abs_err " << check.max_abs_err << ", tolerance ratio " << check.worst_ratio
+                      << ", contribution ratio " << check.contribution_worst_ratio);
   CHECK(check.ok);
 }
 
@@ -57,7 +58,7 @@ inline Rebound check_new_weights_reach_graph(const ir::Graph& g, const CompiledG
   r.ex->run();
   const std::vector<int64_t> rows = sample_rows(batch);
   const Check check = compare_rows(g, r.ex->outputs(), rows, reference_on_rows(g, r.values, rows),
-                                   codegen::needs_tf32x3_tolerance(c.plan));
+                                   codegen::needs_tf32x3_tolerance(c.plan), &r.values);
   INFO("max_abs_err " << check.max_abs_err);
   CHECK(check.ok);
   return r;
