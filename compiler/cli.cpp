@@ -20,6 +20,7 @@
 #include "compiler/gpu_session.h"
 #include "compiler/gpu_trace.h"
 #include "compiler/levels.h"
+#include "compiler/reference_progress.h"
 #include "compiler/report.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
@@ -37,6 +38,11 @@ constexpr int64_t kFileDefaultBatch = 1024;
 
 // A GPU is needed but there is none: its own exit code, so scripts can tell.
 struct NoGpu : Error {
+  using Error::Error;
+};
+
+// A command line that CLI11 accepts but that does not say what to do: exit 2, as bad flags do.
+struct UsageError : Error {
   using Error::Error;
 };
 
@@ -60,6 +66,7 @@ std::string check_arch(const std::string& arch) {
 
 struct GraphArgs {
   std::string sample, file, dtype;
+  std::vector<std::string> positionals;  // the .mlp file, and for run and bench .npy inputs
   int64_t batch = 0;  // 0: the sample's default
   std::vector<int64_t> batches;  // bench: several sizes, "--batch 1,16,256"
   uint64_t seed = runtime::kDefaultSeed;
@@ -74,7 +81,8 @@ struct GraphArgs {
 
   void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
-    cmd->add_option("file", file, "a .mlp file");
+    cmd->add_option("file", positionals,
+                    "a .mlp file (run and bench: .npy files here are inputs, after --input's)");
     const auto batch_range = CLI::Range(int64_t{1}, int64_t{1} << 24);
     if (several_batches)
       cmd->add_option("--batch", batches, "batch sizes M, e.g. 1,16,256: one compile for all, -O2 deciding at each")
@@ -146,15 +154,35 @@ struct GraphArgs {
     return o;
   }
 
-  ir::Graph load() {
+  // `npy_inputs`: where .npy files among the positionals go (run, bench: `--input a.npy b.npy`
+  // gives b.npy as a positional); null where a command takes no inputs.
+  ir::Graph load(std::vector<std::string>* npy_inputs = nullptr) {
+    for (const std::string& p : positionals) {
+      if (p.size() > 4 && p.compare(p.size() - 4, 4, ".npy") == 0) {
+        if (!npy_inputs) throw UsageError(fmt::format("{}: this command takes no .npy inputs", p));
+        npy_inputs->push_back(p);
+      } else if (!file.empty()) {
+        throw UsageError(fmt::format("two graph files given: {} and {}", file, p));
+      } else {
+        file = p;
+      }
+    }
+    positionals.clear();
     if (!sample.empty() && !file.empty())
-      throw Error("give either --sample NAME or a FILE.mlp, not both");
-    if (sample.empty() && file.empty()) throw Error("give either --sample NAME or a FILE.mlp");
+      throw UsageError("give either --sample NAME or a FILE.mlp, not both");
+    if (sample.empty() && file.empty()) throw UsageError("give either --sample NAME or a FILE.mlp");
     ir::Graph g = sample.empty() ? ir::parse_file(file) : make_sample(sample);
+    const bool asked_batch = !batches.empty() || batch != 0;
     if (!batches.empty()) batch = batches.front();
     if (batch == 0) batch = sample.empty() ? kFileDefaultBatch : sample_info(sample).default_batch;
     if (batches.empty()) batches = {batch};
     if (!dtype.empty()) g = with_dtype(g, *ir::parse_dtype(dtype));
+    const bool batched = std::any_of(g.nodes.begin(), g.nodes.end(), [](const ir::Node& n) {
+      return n.op == ir::Op::Input && n.type.shape.has_batch();
+    });
+    if (!batched && asked_batch)
+      fmt::print(stderr, "mlpc: note: @{} has static shapes (no batch dim M): --batch has no "
+                 "effect\n", g.name);
     return g;
   }
 };
@@ -184,8 +212,10 @@ void print_outputs(const std::vector<runtime::HostTensor>& outs) {
 }
 
 int cmd_samples() {
+  size_t width = 0;
+  for (const SampleInfo& s : samples()) width = std::max(width, s.name.size());
   for (const SampleInfo& s : samples())
-    fmt::print("{:<8} {} (default batch {})\n", s.name, s.description, s.default_batch);
+    fmt::print("{:<{}}  {} (default batch {})\n", s.name, width, s.description, s.default_batch);
   return 0;
 }
 
@@ -244,25 +274,33 @@ struct RunArgs {
 
 int cmd_run(RunArgs& a) {
   const int64_t asked_batch = a.graph.batch;
-  ir::Graph g = a.graph.load();
+  ir::Graph g = a.graph.load(&a.data.inputs);
   InputArrays in = read_inputs(g, a.data);
   a.graph.batch = resolve_batch(asked_batch, in, a.graph.batch);
   if (a.device == "cpu") check_reference_fits(g, a.graph.batch);
   Values values = make_values(g, a.graph.batch, a.graph.seed, a.data, in);
   if (a.device == "cpu") {
-    std::vector<runtime::HostTensor> outs = runtime::reference_forward(g, values);
+    std::vector<runtime::HostTensor> outs = [&] {
+      TerminalProgress progress("reference (fp64, CPU)");
+      return runtime::reference_forward(g, values, progress.callback());
+    }();
+    // The reference computes in fp64; a run of a bf16 graph gives bf16 values, rounded once.
+    for (runtime::HostTensor& t : outs)
+      for (double& v : t.data) v = runtime::round_to(t.dtype, v);
+    fmt::print("the fp64 reference (CPU), each output rounded to its dtype\n");
     print_outputs(outs);
     write_outputs(outs, a.data);
     return 0;
   }
-  if (auto reason = runtime::gpu_unavailable_reason()) throw NoGpu(*reason);
+  if (auto reason = runtime::gpu_unavailable_reason())
+    throw NoGpu(*reason + "; `mlpc run --device cpu` runs the fp64 reference instead");
   CompiledGraph c = compile(g, a.graph.options());
   auto outs = run_on_gpu(c, values, a.graph.batch, a.graph.exec_options());
   print_outputs(outs);
   write_outputs(outs, a.data);
   std::vector<int64_t> rows = sample_rows(a.graph.batch);
   Check check = compare_rows(g, outs, rows, reference_on_rows(g, values, rows),
-                             codegen::needs_tf32x3_tolerance(c.plan));
+                             codegen::needs_tf32x3_tolerance(c.plan), &values);
   fmt::print("check against the fp64 reference on {} rows: max_abs_err {:.3g}, {}\n",
              check.rows.size(), check.max_abs_err,
              check.ok ? "within tolerance" : "OUT OF TOLERANCE");
@@ -281,7 +319,7 @@ int cmd_bench(BenchArgs& a) {
   if (a.graph.batches.size() > 1 && (!a.data.inputs.empty() || !a.data.outputs.empty()))
     throw Error("--input and --output take one batch size: give a single --batch (or none)");
   const int64_t asked_batch = a.graph.batches.empty() ? 0 : a.graph.batches.front();
-  ir::Graph g = a.graph.load();
+  ir::Graph g = a.graph.load(&a.data.inputs);
   InputArrays in = read_inputs(g, a.data);
   if (in.batch) a.graph.batches = {resolve_batch(asked_batch, in, a.graph.batch)};
   // Files read once (before the GPU check, so their errors show anywhere); at the other batch
@@ -405,6 +443,9 @@ int run_cli(int argc, char** argv) {
   } catch (const NoGpu& e) {
     fmt::print(stderr, "mlpc: error: {}\n", e.what());
     return 3;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "mlpc: error: {}\n", e.what());
+    return 2;
   } catch (const Error& e) {
     std::string msg = e.what();
     // Text errors already say where: "file:line:col: error: ...". Only the first line counts:

@@ -1,6 +1,10 @@
 #include "compiler/data_files.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include <filesystem>
 
@@ -17,6 +21,28 @@ std::string value_names(const ir::Graph& g, const std::vector<ir::NodeId>& ids) 
   std::string s;
   for (ir::NodeId id : ids) s += (s.empty() ? "%" : ", %") + g.node(id).name;
   return s;
+}
+
+// One warning for a tensor read from a file that holds NaN or Inf: runs go on (a user may
+// mean it), but never silently.
+void warn_non_finite(const std::string& what, const runtime::HostTensor& t) {
+  int64_t count = 0, first = -1;
+  for (size_t i = 0; i < t.data.size(); ++i)
+    if (!std::isfinite(t.data[i])) {
+      if (first < 0) first = static_cast<int64_t>(i);
+      ++count;
+    }
+  if (first < 0) return;
+  std::vector<int64_t> at(t.dims.size());
+  for (size_t d = t.dims.size(), rest = static_cast<size_t>(first); d-- > 0;) {
+    const size_t extent = static_cast<size_t>(std::max<int64_t>(t.dims[d], 1));
+    at[d] = static_cast<int64_t>(rest % extent);
+    rest /= extent;
+  }
+  const double v = t.data[static_cast<size_t>(first)];
+  fmt::print(stderr, "mlpc: warning: {} holds {} at [{}] ({} non-finite value{})\n", what,
+             std::isnan(v) ? "NaN" : (v > 0 ? "Inf" : "-Inf"), fmt::join(at, ", "), count,
+             count == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -69,12 +95,19 @@ Values make_values(const ir::Graph& g, int64_t batch, uint64_t seed, const DataF
   const std::vector<ir::NodeId> inputs = g.inputs();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string& name = g.node(inputs[i]).name;
-    v[name] = in.arrays.empty() ? runtime::random_input(g, inputs[i], batch, seed)
-                                : io::input_from_npy(g, inputs[i], in.arrays[i], files.inputs[i]);
+    if (in.arrays.empty()) {
+      v[name] = runtime::random_input(g, inputs[i], batch, seed);
+      continue;
+    }
+    v[name] = io::input_from_npy(g, inputs[i], in.arrays[i], files.inputs[i]);
+    warn_non_finite(fmt::format("{}: input %{}", files.inputs[i], name), v[name]);
   }
-  if (!files.weights.empty())
+  if (!files.weights.empty()) {
     io::load_weights(g, files.weights, v);
-  else
+    for (ir::NodeId id : g.params())
+      warn_non_finite(fmt::format("{}: tensor {}", files.weights, g.node(id).name),
+                      v.at(g.node(id).name));
+  } else
     for (ir::NodeId id : g.params()) v[g.node(id).name] = runtime::random_param(g, id, seed);
   if (!files.save_weights.empty()) io::save_weights(g, v, files.save_weights);
   return v;

@@ -1,5 +1,7 @@
 #include "compiler/report.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -122,7 +124,11 @@ nlohmann::json plan_json(const CompiledGraph& c, int64_t batch) {
 
 std::string plan_text(const CompiledGraph& c, int64_t batch) {
   const codegen::Plan& p = c.plan;
-  std::string out = fmt::format("plan for @{} at batch {}: {} launch{}\n", p.graph_name, batch,
+  const bool batched = std::any_of(p.buffers.begin(), p.buffers.end(), [](const auto& b) {
+    return b.type.shape.has_batch();
+  });
+  std::string out = fmt::format("plan for @{} {}: {} launch{}\n", p.graph_name,
+                                batched ? fmt::format("at batch {}", batch) : "(static shapes)",
                                 p.launches(), p.launches() == 1 ? "" : "es");
   int i = 0;
   for (const codegen::Step& s : p.steps) {

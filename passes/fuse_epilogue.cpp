@@ -75,8 +75,15 @@ bool fold_once(ir::Graph& g, FusionReport* report, const EpilogueDecider& decide
     if (report) {
       std::string reason = !op ? why_not : fmt::format("{} epilogue", ir::op_name(*op));
       if (op && !d.reason.empty()) reason += (d.fold ? ": " : " not taken: ") + d.reason;
-      report->decisions.push_back({"gemm_" + n.name, n.name, consumer.name,
-                                   op && d.fold ? Verdict::Fused : Verdict::Rejected, reason});
+      FusionDecision rec{"gemm_" + n.name, n.name, consumer.name,
+                         op && d.fold ? Verdict::Fused : Verdict::Rejected, reason};
+      // A GEMM that cannot fold is looked at again each round: report it once.
+      auto same = [&](const FusionDecision& o) {
+        return o.group == rec.group && o.producer == rec.producer &&
+               o.consumer == rec.consumer && o.verdict == rec.verdict && o.reason == rec.reason;
+      };
+      if (std::none_of(report->decisions.begin(), report->decisions.end(), same))
+        report->decisions.push_back(std::move(rec));
     }
     if (!op || !d.fold) continue;
     uint32_t c = users[i][0].index;

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "compiler/samples.h"
 #include "ir/parser.h"
 #include "runtime/device.h"
+#include "runtime/host_tensor.h"
+#include "scratch_dir.h"
 
 namespace {
 
@@ -141,6 +144,10 @@ TEST_CASE("mlpc samples lists the built-in samples", "[cli]") {
   Strings registered;
   for (const mlpc::SampleInfo& s : mlpc::samples()) registered.push_back(s.name);
   CHECK(names == registered);
+  // Descriptions start in one column, past the longest name ("llama_geglu" has 11 characters).
+  std::set<size_t> columns;
+  for (const std::string& l : lines(r.out)) columns.insert(l.find_first_not_of(' ', l.find(' ')));
+  CHECK(columns.size() == 1);
 }
 
 TEST_CASE("mlpc compile --json: launches and kernels of the samples", "[cli]") {
@@ -296,11 +303,11 @@ TEST_CASE("mlpc: bad flags are one error line and a usage exit code", "[cli]") {
       {{"compile", "--sample", "geglu", "--frobnicate"}, 2, "mlpc: error: ", false},
       {{"compile", "--sample"}, 2, "mlpc: error: ", false},
       {{"frobnicate"}, 2, "mlpc: error: ", false},
-      {{"compile", "--sample", "geglu", sample_file("geglu.mlp")}, 1,
+      {{"compile", "--sample", "geglu", sample_file("geglu.mlp")}, 2,
        "mlpc: error: give either --sample NAME or a FILE.mlp, not both", true},
-      {{"compile"}, 1, "mlpc: error: give either --sample NAME or a FILE.mlp", true},
-      {{"run", "--device", "cpu"}, 1, "mlpc: error: give either --sample NAME or a FILE.mlp", true},
-      {{"bench"}, 1, "mlpc: error: give either --sample NAME or a FILE.mlp", true},
+      {{"compile"}, 2, "mlpc: error: give either --sample NAME or a FILE.mlp", true},
+      {{"run", "--device", "cpu"}, 2, "mlpc: error: give either --sample NAME or a FILE.mlp", true},
+      {{"bench"}, 2, "mlpc: error: give either --sample NAME or a FILE.mlp", true},
   };
   for (const Case& c : cases) {
     INFO("mlpc " << fmt::format("{}", fmt::join(c.args, " ")));
@@ -329,13 +336,64 @@ TEST_CASE("mlpc run --device cpu runs the reference interpreter", "[cli]") {
   INFO("stderr: " << r.err);
   REQUIRE(r.code == 0);
   CHECK(r.err.empty());
-  REQUIRE(!lines(r.out).empty());
-  CHECK(lines(r.out).front().rfind("output 0: bf16[2, 64]", 0) == 0);
+  REQUIRE(lines(r.out).size() >= 2);
+  CHECK(lines(r.out)[1].rfind("output 0: bf16[2, 64]", 0) == 0);
 
   Result f = run_mlpc({"run", sample_file("linear.mlp"), "--device", "cpu", "--batch", "3"});
   INFO("stderr: " << f.err);
   REQUIRE(f.code == 0);
-  CHECK(lines(f.out).front().rfind("output 0: bf16[3, 64]", 0) == 0);
+  REQUIRE(lines(f.out).size() >= 2);
+  CHECK(lines(f.out)[1].rfind("output 0: bf16[3, 64]", 0) == 0);
+}
+
+TEST_CASE("a file with static shapes says --batch has no effect", "[cli]") {
+  mlpc::test::ScratchDir dir;
+  const std::string file = (dir.path / "static.mlp").string();
+  std::ofstream(file) << "func @s(%x: f32[16, 32]) -> f32[16, 8] {\n"
+                         "  %w = param f32[8, 32]\n"
+                         "  %y = matmul %x, %w : f32[16, 8]\n"
+                         "  return %y\n}\n";
+  Result r = run_mlpc({"compile", file, "--batch", "64"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.err == "mlpc: note: @s has static shapes (no batch dim M): --batch has no effect\n");
+  CHECK(r.out.find("plan for @s (static shapes): 1 launch") != std::string::npos);
+  Result quiet = run_mlpc({"compile", file});
+  CHECK(quiet.err.empty());
+}
+
+TEST_CASE("mlpc compile -O2 says each decision once and how every GEMM runs", "[cli]") {
+  Result r = run_mlpc({"compile", "--sample", "ffn", "-O2"});
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.code == 0);
+  Strings all = lines(r.out);
+  auto section = [&](const std::string& title) {
+    Strings body;
+    auto it = std::find(all.begin(), all.end(), title);
+    REQUIRE(it != all.end());
+    for (++it; it != all.end() && !it->empty(); ++it) body.push_back(*it);
+    return body;
+  };
+  Strings decisions = section("// fusion decisions");
+  CHECK(std::set<std::string>(decisions.begin(), decisions.end()).size() == decisions.size());
+  Strings gemms = section("// GEMMs: how each one runs, and why");
+  for (const char* step : {"gemm_gate:", "gemm_up:", "gemm_y:"})
+    CHECK(std::any_of(gemms.begin(), gemms.end(),
+                      [&](const std::string& l) { return l.rfind(step, 0) == 0; }));
+}
+
+TEST_CASE("mlpc run --device cpu --dtype bf16 writes bf16 values, and says so", "[cli]") {
+  Result r = run_mlpc({"run", "--sample", "geglu", "--device", "cpu", "--batch", "2"});
+  INFO("stderr: " << r.err);
+  REQUIRE(r.code == 0);
+  REQUIRE(lines(r.out).size() >= 3);
+  CHECK(lines(r.out)[0] == "the fp64 reference (CPU), each output rounded to its dtype");
+  // "  first values: v0 v1 ...": each one a bf16 value (8 significant bits).
+  std::istringstream first(lines(r.out)[2].substr(lines(r.out)[2].find(':') + 1));
+  int checked = 0;
+  for (double v; first >> v; ++checked)
+    CHECK(mlpc::runtime::round_to(mlpc::ir::DType::BF16, v) == Approx(v).epsilon(1e-4));
+  CHECK(checked == 8);
 }
 
 TEST_CASE("mlpc run/bench on the GPU say in one line when there is none", "[cli]") {
@@ -354,6 +412,27 @@ TEST_CASE("mlpc run/bench on the GPU say in one line when there is none", "[cli]
     INFO("mlpc " << fmt::format("{}", fmt::join(args, " ")));
     Result r = run_mlpc(args);
     CHECK(r.code == 3);
-    CHECK(one_error_line(r) == "mlpc: error: " + *why);
+    // run, whose default device is the GPU, points at the CPU reference.
+    const std::string hint =
+        args[0] == "run" ? "; `mlpc run --device cpu` runs the fp64 reference instead" : "";
+    CHECK(one_error_line(r) == "mlpc: error: " + *why + hint);
   }
+}
+
+TEST_CASE("the README's first command builds only what it runs, and names every sample",
+          "[cli][readme]") {
+  std::ifstream in(fmt::format("{}/../../README.md", MLPC_TEST_DATA_DIR));
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const size_t demo = readme.find("build/compiler/mlpc demo");
+  REQUIRE(demo != std::string::npos);
+  const std::string first = readme.substr(readme.rfind('\n', demo) + 1,
+                                          readme.find('\n', demo) - readme.rfind('\n', demo));
+  CHECK(first.find("--target mlpc ") != std::string::npos);
+  const size_t row = readme.find("| `mlpc samples` |");
+  REQUIRE(row != std::string::npos);
+  const std::string line = readme.substr(row, readme.find('\n', row) - row);
+  for (const mlpc::SampleInfo& s : mlpc::samples()) CHECK_THAT(line, Catch::Contains("`" + s.name + "`"));
 }

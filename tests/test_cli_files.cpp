@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -184,4 +186,58 @@ TEST_CASE("mlpc run: inputs that do not fit the graph are one error line", "[cli
   CHECK_THAT(one_error_line(mlpc_cmd(fmt::format("bench --sample linear --batch 1,2 --input {}",
                                              f.path("x.npy")))),
              Catch::Contains("--input and --output take one batch size"));
+}
+
+TEST_CASE("mlpc run: --input a.npy b.npy and --input a.npy --input b.npy are the same",
+          "[cli][files]") {
+  Files f;
+  std::ofstream(f.path("two.mlp")) << "func @two(%a: f32[M, 4], %b: f32[M, 4]) -> f32[M, 4] {\n"
+                                      "  %y = sub %a, %b : f32[M, 4]\n"
+                                      "  return %y\n}\n";
+  mlpc::io::write_npy(f.path("a.npy"), HostTensor{mlpc::ir::DType::F32, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}});
+  mlpc::io::write_npy(f.path("b.npy"), HostTensor{mlpc::ir::DType::F32, {2, 4}, {8, 7, 6, 5, 4, 3, 2, 1}});
+  Result one = mlpc_cmd(fmt::format("run --device cpu {} --input {} {} --output {}", f.path("two.mlp"),
+                                    f.path("a.npy"), f.path("b.npy"), f.path("y1.npy")));
+  Result each = mlpc_cmd(fmt::format("run --device cpu {} --input {} --input {} --output {}",
+                                     f.path("two.mlp"), f.path("a.npy"), f.path("b.npy"),
+                                     f.path("y2.npy")));
+  INFO(one.err << each.err);
+  REQUIRE(one.code == 0);
+  REQUIRE(each.code == 0);
+  CHECK(mlpc::io::read_npy(f.path("y1.npy")).data == mlpc::io::read_npy(f.path("y2.npy")).data);
+  // a - b, not b - a: the order is kept.
+  CHECK_THAT(one.out, Catch::Contains("first values: -7 -5 -3 -1 1 3 5 7"));
+  Result compile = mlpc_cmd(fmt::format("compile {} {}", f.path("two.mlp"), f.path("a.npy")));
+  CHECK(compile.code == 2);
+  CHECK_THAT(compile.err, Catch::Contains("a.npy: this command takes no .npy inputs"));
+}
+
+TEST_CASE("mlpc run: NaN or Inf in an input or a weight is a warning naming where",
+          "[cli][files]") {
+  Files f;
+  HostTensor x = linear_input(2);
+  x.data[33] = std::nan("");
+  mlpc::io::write_npy(f.path("x.npy"), x);
+  Result r = mlpc_cmd(fmt::format("run --device cpu {} --input {}", sample("linear.mlp"),
+                                  f.path("x.npy")));
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("mlpc: warning: " + f.path("x.npy") +
+                                    ": input %x holds NaN at [1, 1] (1 non-finite value)"));
+  // Weights: save the seeded ones, put an Inf in, bind them back.
+  REQUIRE(mlpc_cmd(fmt::format("run --device cpu --sample linear --batch 1 --save-weights {}",
+                               f.path("w.safetensors"))).code == 0);
+  std::string bytes = mlpc::io::read_file_bytes(f.path("w.safetensors"));
+  std::map<std::string, HostTensor> tensors;
+  for (const auto& e : mlpc::io::parse_safetensors(bytes, "w"))
+    tensors[e.name] = mlpc::io::decode_tensor(bytes, e);
+  REQUIRE(tensors.count("y.weight"));
+  tensors["y.weight"].data[5] = -INFINITY;
+  tensors["y.weight"].data[6] = INFINITY;
+  std::ofstream(f.path("w2.safetensors"), std::ios::binary)
+      << mlpc::io::encode_safetensors(tensors);
+  Result w = mlpc_cmd(fmt::format("run --device cpu --sample linear --batch 1 --weights {}",
+                                  f.path("w2.safetensors")));
+  INFO(w.err);
+  CHECK_THAT(w.err, Catch::Contains(": tensor y.weight holds -Inf at [0, 5] (2 non-finite values)"));
 }
