@@ -4,7 +4,7 @@ many runs of one module, with device memory (torch.cuda.mem_get_info) and host R
 start and end; and an NVRTC failure in the middle of a compile (a bogus arch) must be one clean
 mlpc.Error, after which compiling works again. Exit 1 when memory grows past the bounds below.
 
-  python3 bench/python_leak_check.py [--cycles 1000] [--runs 100000]
+  python3 bench/python_leak_check.py [--cycles 1000] [--runs 100000] [--level 2]
 """
 
 import argparse
@@ -61,6 +61,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cycles", type=int, default=1000)
     p.add_argument("--runs", type=int, default=100000)
+    p.add_argument("--level", type=int, default=2,
+                   help="the compile level of the cycles (1 skips -O2's measurements: faster)")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("python_leak_check: needs a CUDA GPU", file=sys.stderr)
@@ -74,7 +76,7 @@ def main():
         dev0, host0 = show("start (after one warm-up each)")
         for i in range(args.cycles):
             m, x = small(BLOCKS[i % len(BLOCKS)])
-            cm = mlpc.compile(m, [x])
+            cm = mlpc.compile(m, [x], level=args.level)
             cm(x)
             del cm, m, x
             if (i + 1) % max(1, args.cycles // 5) == 0:
