@@ -14,7 +14,7 @@
 
 namespace mlpc {
 
-// Throws mlpc::Error ("no usable CUDA GPU: ...") when there is none.
+// Throws mlpc::Error ("no NVIDIA driver or GPU found: ...") when there is none.
 void require_gpu();
 
 // Binds `batch` on `exec` and uploads every input and param of `plan` from `values`.

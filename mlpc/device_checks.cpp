@@ -11,15 +11,7 @@
 namespace mlpc::api {
 
 const std::optional<std::string>& no_gpu_reason() {
-  static const std::optional<std::string> reason = []() -> std::optional<std::string> {
-    std::optional<std::string> why = runtime::gpu_unavailable_reason();
-    if (!why) return std::nullopt;
-    // "no usable CUDA GPU: cudaGetDeviceCount returned 35 (...)": the runtime's part, kept.
-    std::string detail = *why;
-    if (const size_t colon = detail.find(": "); colon != std::string::npos)
-      detail = detail.substr(colon + 2);
-    return fmt::format("no NVIDIA driver or GPU found ({})", detail);
-  }();
+  static const std::optional<std::string> reason = runtime::gpu_unavailable_reason();
   return reason;
 }
 

@@ -8,7 +8,7 @@
 
 namespace mlpc::api {
 
-// nullopt with a usable GPU, else "no NVIDIA driver or GPU found (...)"; asked once a process.
+// nullopt with a usable GPU, else "no NVIDIA driver or GPU found: ..."; asked once a process.
 const std::optional<std::string>& no_gpu_reason();
 
 // Throws mlpc::Error "WHAT: pointer P is not device memory (...)" unless `p` is device or

@@ -126,8 +126,8 @@ Module compile(const ir::Graph& g, const CompileSpec& spec = {});
 Module compile(std::string_view mlp_text, const CompileSpec& spec = {},
                std::string_view file = "<input>");
 
-// Whether a usable GPU is here, and if not, why: "no NVIDIA driver or GPU found (...)", the
-// CUDA runtime's own reason in the parentheses.
+// Whether a usable GPU is here, and if not, why: "no NVIDIA driver or GPU found: ..." with the
+// CUDA runtime's own reason (runtime/device.h).
 bool gpu_available(std::string* why = nullptr);
 
 }  // namespace mlpc

@@ -9,7 +9,8 @@
 namespace mlpc::runtime {
 
 // nullopt when at least one CUDA device is usable; otherwise one line saying why not, e.g.
-// "no usable CUDA GPU: cudaGetDeviceCount returned 35 (CUDA driver version is insufficient ...)".
+// "no NVIDIA driver or GPU found: cudaGetDeviceCount returned 35 (CUDA driver version is
+// insufficient ...); libcuda.so.1 is not installed".
 std::optional<std::string> gpu_unavailable_reason();
 
 struct DeviceInfo {

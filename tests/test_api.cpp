@@ -126,7 +126,7 @@ TEST_CASE("api: text compiles like the traced graph; its errors say file:line:co
 TEST_CASE("api: without a GPU, gpu_available says why and run throws one line", "[api]") {
   std::string why;
   REQUIRE_FALSE(gpu_available(&why));
-  CHECK(why.rfind("no NVIDIA driver or GPU found (", 0) == 0);
+  CHECK(why.rfind("no NVIDIA driver or GPU found: ", 0) == 0);
   CHECK(why.find('\n') == std::string::npos);
   Module m = compile(traced_geglu(), {.level = 1});
   const std::string msg = error_of([&] {

@@ -228,7 +228,7 @@ TEST_CASE("bad input: no GPU", "[bad_input]") {
   check_row({"run", "--sample", "linear"}, 3,
             "mlpc: error: " + *why + "; `mlpc run --device cpu` runs the fp64 reference instead");
   check_row({"bench", "--sample", "mlp3"}, 3, "mlpc: error: " + *why);
-  check_row_prefix({"run", "--sample", "linear"}, 3, "mlpc: error: no usable CUDA GPU: ");
+  check_row_prefix({"run", "--sample", "linear"}, 3, "mlpc: error: no NVIDIA driver or GPU found: ");
 }
 
 TEST_CASE("bad input: a kernel that fails to compile", "[bad_input]") {

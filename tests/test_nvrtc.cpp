@@ -134,7 +134,8 @@ TEST_CASE("without a driver the runtime says why there is no GPU", "[nvrtc]") {
   CHECK_THAT(*why, Contains("cudaGetDeviceCount returned 35"));
   CHECK_THAT(*why, Contains("insufficient"));
   CHECK(device_arch() == "sm_90");
-  CHECK_THROWS_WITH(device_info(), Contains("no usable CUDA GPU"));
+  CHECK_THROWS_WITH(device_info(), Contains("no NVIDIA driver or GPU found: "));
+  CHECK_THAT(*why, Contains("libcuda.so.1 is not installed"));
   // Asking again gives the same answer: no sticky error left behind.
   CHECK(gpu_unavailable_reason() == why);
 }
