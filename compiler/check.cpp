@@ -94,6 +94,11 @@ Check compare_rows(const ir::Graph& g, const std::vector<runtime::HostTensor>& g
     c.max_abs_err = std::max(c.max_abs_err, r.max_abs_err);
     c.worst_ratio = std::max(c.worst_ratio, r.worst_ratio);
     c.ok = c.ok && r.ok;
+    if (g.node(g.outputs()[i]).op == ir::Op::Softmax) {
+      runtime::Comparison l = runtime::compare_log_softmax(mine, reference[i], tol);
+      c.contribution_worst_ratio = std::max(c.contribution_worst_ratio, l.worst_ratio);
+      c.ok = c.ok && l.ok;
+    }
     const ir::Node* base = residual_base(g, i);
     if (!base || !values || !values->count(base->name)) continue;
     const runtime::HostTensor x = runtime::take_rows(values->at(base->name), rows);

@@ -29,8 +29,9 @@ struct Check {
   std::vector<int64_t> rows;  // the rows compared
   double max_abs_err = 0.0;
   double worst_ratio = 0.0;  // <= 1: within tolerance
-  // Residual outputs (y = x + f(x), x an input): f's part judged on its own scale
-  // (runtime::compare_contribution); 0 when no output is one, or no values were given.
+  // The output's own part judged on its own scale: for a residual output (y = x + f(x), x an
+  // input) y - x (runtime::compare_contribution; needs the values), for a softmax output the
+  // centred log-probabilities (runtime::compare_log_softmax). 0 when no output is either.
   double contribution_worst_ratio = 0.0;
   bool ok = true;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace mlpc::runtime {
 
@@ -19,6 +20,48 @@ Tolerance tolerance_for(ir::DType dtype, int64_t max_k, int depth, bool tf32x3) 
     case ir::DType::BF16: return make(1.6e-2);
   }
   return {};
+}
+
+Comparison compare_log_softmax(const HostTensor& got, const HostTensor& ref, const Tolerance& tol) {
+  Comparison c;
+  const size_t n = static_cast<size_t>(ref.row_len());
+  if (got.data.size() != ref.data.size() || ref.data.empty() || n == 0) {
+    c.max_abs_err = INFINITY;
+    return c;
+  }
+  // Per row: log p - mean(log p). A probability rounded to 0 has no log: it is judged as
+  // the smallest value the output dtype holds there, on both sides.
+  auto centred = [&](const HostTensor& t) {
+    std::vector<double> d(t.data.size());
+    for (size_t r = 0; r < t.data.size() / n; ++r) {
+      double mean = 0.0;
+      for (size_t i = r * n; i < (r + 1) * n; ++i) {
+        d[i] = std::log(std::max(t.data[i], 1e-30));
+        mean += d[i] / static_cast<double>(n);
+      }
+      for (size_t i = r * n; i < (r + 1) * n; ++i) d[i] -= mean;
+    }
+    return d;
+  };
+  const std::vector<double> g = centred(got), r = centred(ref);
+  double sum_sq = 0.0;
+  for (double v : r) sum_sq += v * v;
+  c.atol = tol.floor * std::sqrt(sum_sq / static_cast<double>(r.size()));
+  const double rounding = unit_roundoff(ref.dtype);  // of p: a relative error, in log p absolute
+  c.ok = true;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const double err = std::fabs(g[i] - r[i]);
+    if (!(err == err)) {
+      c.ok = false;
+      c.worst_ratio = INFINITY;
+      continue;
+    }
+    c.max_abs_err = std::max(c.max_abs_err, err);
+    const double allowed = c.atol + tol.rtol * std::fabs(r[i]) + rounding;
+    c.worst_ratio = std::max(c.worst_ratio, err / allowed);
+  }
+  c.ok = c.ok && c.worst_ratio <= 1.0;
+  return c;
 }
 
 double unit_roundoff(ir::DType dtype) {

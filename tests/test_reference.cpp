@@ -187,3 +187,29 @@ func @res(%x: bf16[M, 64]) -> bf16[M, 64] {
   CHECK_FALSE(both.ok);
   CHECK(both.contribution_worst_ratio > 1.0);
 }
+
+TEST_CASE("a softmax output is judged on its log-probabilities too", "[reference]") {
+  // Logits of ~0.1 give near-uniform probabilities: a logit off by 0.03 (a dropped bias) moves
+  // its probability by 3%, inside bf16's tolerance on y only where y is not judged in logs.
+  ir::Graph g = ir::parse(R"(
+func @cls(%x: bf16[M, 1000]) -> bf16[M, 1000] {
+  %z = scale %x, 0.1 : bf16[M, 1000]
+  %p = softmax %z : bf16[M, 1000]
+  return %p
+})", "cls.mlp");
+  Values v = random_values(g, 8, 2);
+  std::vector<int64_t> rows = sample_rows(8, 8);
+  std::vector<runtime::HostTensor> ref = reference_on_rows(g, v, rows);
+  std::vector<runtime::HostTensor> good = ref, bad = ref;
+  for (size_t i = 0; i < ref[0].data.size(); ++i) {
+    good[0].data[i] = runtime::round_to(ir::DType::BF16, ref[0].data[i]);
+    bad[0].data[i] = runtime::round_to(ir::DType::BF16, ref[0].data[i] * (i % 1000 == 7 ? 1.03 : 1.0));
+  }
+  const Check ok = compare_rows(g, good, rows, ref);
+  INFO("clean: ratio " << ok.worst_ratio << ", log ratio " << ok.contribution_worst_ratio);
+  CHECK(ok.ok);
+  const Check off = compare_rows(g, bad, rows, ref);
+  INFO("class 7 off by 3%: ratio " << off.worst_ratio << ", log ratio " << off.contribution_worst_ratio);
+  CHECK(off.worst_ratio <= 1.0);  // what a check of y alone says
+  CHECK_FALSE(off.ok);
+}
