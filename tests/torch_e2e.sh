@@ -22,7 +22,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 batch=4  # small: the fp64 reference of a 768x3072 MLP is quick at a few rows
 
-for case in "geglu.py:GeGLU" "gpt2_mlp.py:GPT2MLP"; do
+for case in "geglu.py:GeGLU" "gpt2_mlp.py:GPT2MLP" "norm_softmax.py:NormSoftmax"; do
   module=$root/tests/torch/$case
   out=$work/${case%%.py*}
   echo "== $case"
@@ -32,6 +32,22 @@ for case in "geglu.py:GeGLU" "gpt2_mlp.py:GPT2MLP"; do
   "$python" "$root/tools/compare_torch.py" --module "$module" --weights "$out/weights.safetensors" \
     --input "$out/input.npy" --output "$out/y.npy"
 done
+
+echo "== a module of two inputs: exported, run and compared with both, in order"
+module=$root/tests/torch/gated_two_inputs.py:GatedTwoInputs
+out=$work/two
+"$python" "$root/tools/export_torch.py" --module "$module" --example-shape "$batch,64" \
+  --example-shape "$batch,32" -o "$out" | tee "$work/export.log"
+grep -q "input.npy, input1.npy (the inputs, in order" "$work/export.log"
+"$mlpc" run --device cpu "$out/model.mlp" --weights "$out/weights.safetensors" \
+  --input "$out/input.npy" "$out/input1.npy" --output "$out/y.npy"
+"$python" "$root/tools/compare_torch.py" --module "$module" --weights "$out/weights.safetensors" \
+  --input "$out/input.npy" "$out/input1.npy" --output "$out/y.npy"
+if "$python" "$root/tools/compare_torch.py" --module "$module" --weights "$out/weights.safetensors" \
+     --input "$out/input.npy" --output "$out/y.npy" 2>"$work/err"; then
+  echo "torch_e2e: FAIL: compare_torch.py ran a two-input module on one input"; exit 1
+fi
+grep -q "takes 2 input(s), 1 --input file(s) given" "$work/err"
 
 echo "== an unsupported module is refused, each op named with its line"
 if "$python" "$root/tools/export_torch.py" --module "$root/tests/torch/unsupported.py:Unsupported" \

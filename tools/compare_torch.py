@@ -2,7 +2,8 @@
 """Compares mlpc's output with PyTorch's, on the same weights and input:
 
   python3 tools/compare_torch.py --module tests/torch/geglu.py:GeGLU \\
-      --weights DIR/weights.safetensors --input DIR/input.npy --output y.npy [--dtype bf16]
+      --weights DIR/weights.safetensors --input DIR/input.npy [DIR/input1.npy ...] --output y.npy
+      [--dtype bf16]
 
 Runs the module in PyTorch (--device cpu or cuda) in the dtype mlpc ran (default: the weights'),
 and in float64 on the CPU from the same rounded weights and input: the exact answer both are
@@ -78,7 +79,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--module", required=True, help="FILE.py:ClassName, as exported")
     p.add_argument("--weights", required=True, help="the weights.safetensors mlpc ran with")
-    p.add_argument("--input", required=True, help="the .npy input mlpc ran on")
+    p.add_argument("--input", required=True, nargs="+",
+                   help="the .npy inputs mlpc ran on, in the module's argument order")
     p.add_argument("--output", required=True, help="mlpc's --output .npy")
     p.add_argument("--dtype", choices=sorted(TORCH_DTYPES), help="default: the weights' dtype")
     p.add_argument("--device", default="cpu", help="where PyTorch runs: cpu or cuda")
@@ -92,12 +94,17 @@ def main(argv=None):
         raise SystemExit(f"compare_torch.py: error: {args.weights} has tensors the module lacks: "
                          f"{sorted(missing_in_module)}")
     model.load_state_dict(weights, strict=False)  # rounds to `dtype` as mlpc does (nearest even)
-    x = read_npy(args.input).to(dtype)
+    xs = [read_npy(path).to(dtype) for path in args.input]
+    n_args = sum(1 for n in trace(model).graph.nodes if n.op == "placeholder")
+    if len(xs) != n_args:
+        raise SystemExit(f"compare_torch.py: error: {args.module} takes {n_args} input(s), "
+                         f"{len(xs)} --input file(s) given")
+    x = xs[0]
     got = read_npy(args.output).double()
 
     with torch.no_grad():
-        mine = model.to(args.device)(x.to(args.device)).double().cpu()
-        ref = model.to("cpu").double()(x.double())
+        mine = model.to(args.device)(*[t.to(args.device) for t in xs]).double().cpu()
+        ref = model.to("cpu").double()(*[t.double() for t in xs])
     if got.shape != ref.shape:
         print(f"FAIL: mlpc's output has shape {list(got.shape)}, PyTorch's {list(ref.shape)}")
         return 1

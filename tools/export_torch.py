@@ -99,10 +99,11 @@ def main(argv=None):
     with open(os.path.join(args.out_dir, "model.mlp"), "w") as f:
         f.write(header + exported.text)
     write_safetensors(os.path.join(args.out_dir, "weights.safetensors"), exported.params)
-    for i, x in enumerate(example):
-        write_npy(os.path.join(args.out_dir, "input.npy" if i == 0 else f"input{i}.npy"), x)
+    inputs = ["input.npy" if i == 0 else f"input{i}.npy" for i in range(len(example))]
+    for name, x in zip(inputs, example):
+        write_npy(os.path.join(args.out_dir, name), x)
     print(f"wrote {args.out_dir}/model.mlp, weights.safetensors ({len(exported.params)} tensors), "
-          f"input.npy")
+          f"{', '.join(inputs)} (the inputs, in order: mlpc run --input {' '.join(inputs)})")
     return 0
 
 

@@ -421,13 +421,30 @@ class Translator:
         n = x.dims[-1]
         if normalized_shape is not None and list(normalized_shape) != [n]:
             raise Unsupported(f"{kind} over {list(normalized_shape)}: mlpc normalizes the last dim")
-        if weight is None or (kind == "layernorm" and bias is None):
-            raise Unsupported(f"{kind} without a weight{' and bias' if kind == 'layernorm' else ''}")
-        operands = [x, self.val(weight)] + ([self.val(bias)] if kind == "layernorm" else [])
         eps = self.scalar(eps)
         if eps is None:  # nn.RMSNorm(eps=None): torch uses the dtype's machine epsilon
             eps = torch.finfo(TORCH_DTYPES[x.dtype]).eps
+        if weight is None and bias is None:  # no affine: the primitives, as mlpc would expand them
+            return self.plain_norm(node, kind, x, eps)
+        if weight is None or (kind == "layernorm" and bias is None):
+            raise Unsupported(f"{kind} with a {'bias' if weight is None else 'weight'} alone")
+        operands = [x, self.val(weight)] + ([self.val(bias)] if kind == "layernorm" else [])
         return self.emit(node, kind, operands, number(eps))
+
+    def plain_norm(self, node, kind, x, eps):
+        """(x - mean) / sqrt(var + eps) (layernorm) or x / sqrt(mean(x^2) + eps) (rmsnorm), with
+        no weight: the IR's composites take one, so the expansion is written out."""
+        base = node.name
+        dims1 = x.dims[:-1] + (1,) if isinstance(x.dims, tuple) else (1,)
+        c = x
+        if kind == "layernorm":
+            mean = self.emit(node, "reduce_mean", [x], dims=dims1, name=f"{base}.mean")
+            c = self.emit(node, "sub", [x, mean], dims=x.dims, name=f"{base}.centred")
+        sq = self.emit(node, "square", [c], dims=x.dims, name=f"{base}.sq")
+        var = self.emit(node, "reduce_mean", [sq], dims=dims1, name=f"{base}.var")
+        ve = self.emit(node, "add_scalar", [var], number(eps), dims=dims1, name=f"{base}.var_eps")
+        r = self.emit(node, "rsqrt", [ve], dims=dims1, name=f"{base}.rstd")
+        return self.emit(node, "mul", [c, r], dims=x.dims, name=base)
 
     def reshape(self, node, x):
         """A view that only regroups the leading (batch) dims is nothing in mlpc."""
