@@ -112,7 +112,7 @@ TEST_CASE("api: the levels are the CLI's", "[api]") {
   CHECK(options_for_level(1, {.small_gemms = "mma"}).small_gemms == SmallGemms::Mma);
 }
 
-TEST_CASE("api: text compiles like the traced graph; its errors say file:line:col", "[api]") {
+TEST_CASE("api: text compiles like the traced graph and its errors say file:line:col", "[api]") {
   Module m = compile(std::string_view(kGegluText), {.level = 1});
   CHECK(m.ir() == compile(traced_geglu(), {.level = 1}).ir());
   CHECK(m.params().size() == 3);

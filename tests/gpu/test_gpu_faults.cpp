@@ -40,7 +40,7 @@ Check check_run(const ir::Graph& g, runtime::Executor& ex, const CompiledGraph& 
 TEST_CASE("every injected fault is caught by the check that passes the clean run",
           "[gpu][faults]") {
   std::cout << "| sample | level | batch | tolerance (rtol, floor x rms) | fault | clean ratio "
-               "| faulty ratio (y; y - x) | caught |\n|---|---|---|---|---|---|---|---|\n";
+               "| faulty ratio (y; own part) | caught |\n|---|---|---|---|---|---|---|---|\n";
   int faults = 0, caught = 0;
   for (const SampleInfo& s : samples()) {
     const ir::Graph g = make_sample(s.name);
