@@ -5,6 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 venv=${1:-$root/build-venv}
+[[ $venv == /* ]] || venv=$PWD/$venv  # the import check below runs from /
 
 /usr/bin/python3 -m venv --system-site-packages "$venv"
 # Two jobs, as the rest of CI; the wheel builds only the libraries the extension links.
