@@ -2,6 +2,7 @@
 into mlpc Modules (one per connected part) and leaves the rest to PyTorch; a report says node by
 node which ran where and why (mlpc.last_report(); printed when MLPC_VERBOSE=1)."""
 
+import atexit
 import collections
 import os
 import weakref
@@ -27,6 +28,11 @@ def reset():
     _cache.clear()
     counters.clear()
     _last = None
+
+
+# The cached Modules go before the interpreter tears the extension down (nanobind reports objects
+# still alive then as leaks).
+atexit.register(reset)
 
 
 class Report:
