@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/levels.h"
+#include "error_of.h"
 #include "mlpc/mlpc.h"
 
 using namespace mlpc;
@@ -41,14 +42,7 @@ constexpr const char* kGegluText = R"(func @geglu(%x: bf16[M, 768]) -> bf16[M, 7
 // Any 16-byte aligned address: the checks tested here look at no memory.
 void* fake(uintptr_t at) { return reinterpret_cast<void*>(at * 256); }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using mlpc::test::error_of;
 
 }  // namespace
 

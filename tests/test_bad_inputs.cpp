@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "codegen/plan_builder.h"
+#include "error_of.h"
 #include "io/safetensors.h"
 #include "ir/error.h"
 #include "ir/parser.h"
@@ -101,14 +102,7 @@ void check_row_prefix(const Strings& args, int code, const std::string& prefix) 
   CHECK(r.out.empty());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const mlpc::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using mlpc::test::error_of;
 
 // A chain of N unary pointwise ops on one input: the deepest graph N nodes can make.
 std::string chain_text(int n) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "codegen/tf32x3_plan.h"
+#include "../error_of.h"
 #include "compiler/check.h"
 #include "compiler/samples.h"
 #include "mlpc/mlpc.h"
@@ -97,19 +98,12 @@ Values values_at(const ir::Graph& g, int64_t batch, uint64_t seed, uint64_t inpu
 void check_outputs(const ir::Graph& g, const std::vector<runtime::HostTensor>& got,
                    const Values& values, int64_t batch, bool tf32x3 = false) {
   const std::vector<int64_t> rows = sample_rows(batch);
-  const Check c = compare_rows(g, got, rows, reference_on_rows(g, values, rows), tf32x3);
+  const Check c = compare_rows(g, got, rows, reference_on_rows(g, values, rows), tf32x3, &values);
   INFO("batch " << batch << ": max_abs_err " << c.max_abs_err << ", ratio " << c.worst_ratio);
   CHECK(c.ok);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using mlpc::test::error_of;
 
 }  // namespace
 
