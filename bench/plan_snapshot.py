@@ -4,6 +4,7 @@
 buffer's bytes and layout. Two binaries' snapshots diff to the plans a change altered.
 
   bench/plan_snapshot.py build/compiler/mlpc > before.txt
+  bench/plan_snapshot.py MLPC --levels   (-O0, -O1, -O2 only: on a GPU, -O2 measures)
 """
 import json
 import pathlib
@@ -48,8 +49,9 @@ def line(mlpc, path, opts, batch):
 
 def main():
     mlpc = sys.argv[1]
+    options = OPTIONS[:3] if "--levels" in sys.argv[2:] else OPTIONS
     for path in graphs():
-        for opts in OPTIONS:
+        for opts in options:
             for batch in BATCHES:
                 print(line(mlpc, path, opts, batch), flush=True)
 
