@@ -4,8 +4,8 @@
 //
 // Why bench reports it: a long GEMM stream on a 700 W H100/H200 is power-bound. Its clock falls
 // from 1.98 GHz to ~1.4 GHz, and the same launches differ by up to 10% from one run to the next
-// as the GPU warms (README, "What limits"). A time means little without the clock it ran at, and
-// "compute-bound at the power-capped clock" is a verdict of its own.
+// as the GPU warms (docs/benchmarks.md, "What limits"). A time means little without the clock
+// it ran at, and "compute-bound at the power-capped clock" is a verdict of its own.
 #pragma once
 
 #include <atomic>
