@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU side of issue 4 (where the time goes), one call on the H200: `mlpc bench --explain` for
+# GPU side of issue 4 (where the time goes), one call on the GPU machine: `mlpc bench --explain` for
 # linear, geglu at x[8192, 768] and at x[16, 768]; a Chrome trace of geglu; the GPU tests of the
 # trace, the calibration and explain; and an nsys check that the NVTX ranges carry mlpc's names.
 # Usage: bench/explain_run.sh OUT_DIR [BIN_DIR]

@@ -56,7 +56,7 @@ for part in explain reduction e2e sanitize; do
     sanitize) script=bench/sanitize_gpu.sh ;;
   esac
   [[ -x $script ]] || { echo "$part: no $script"; continue; }
-  # e2e runs 54 export/run/compare steps (~330 s on the H200); sanitize bounds itself per run.
+  # e2e runs 54 export/run/compare steps (minutes of them); sanitize bounds itself per run.
   limit=300
   [[ $part == e2e ]] && limit=480
   [[ $part == sanitize ]] && limit=590

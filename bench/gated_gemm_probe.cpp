@@ -90,15 +90,15 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
     std::vector<std::pair<std::string, std::string>> patch = {};  // edits of the generated source
   };
   // The gelu_tanh forms (__expf/__fdividef, tanhf), 2 stages and a rolled k-loop were measured
-  // slower on 2026-12-04/05 (git history has those variants).
+  // slower (docs/benchmarks.md; git history has those variants).
   const std::vector<Variant> variants = {
       {"3 stages, epilogue workers (as -O2 builds it)", {3, true}},
       {"3 stages, epilogue workers, tail not split", {3, true}, 1},
       {"3 stages, epilogue workers, clusters of 2 (weights multicast)", {3, true, true, 2}},
       {"3 stages, epilogue workers, clusters of 2, tail not split", {3, true, true, 2}, 1},
-      // The first version freed stages with cluster-scope arrives (mbarrier.arrive.release.cluster):
-      // 2.2x slower, with multicast or without (each block loading all of B); CTA-scope arrives,
-      // as built now, took it back to within 2% of one block per SM (H100, 2026-12-06).
+      // The first version freed stages with cluster-scope arrives (mbarrier.arrive.release.cluster)
+      // and ran far slower, with multicast or without (each block loading all of B); CTA-scope
+      // arrives, as built now, took it back to about one block per SM (docs/benchmarks.md).
       {"clusters of 2, no multicast (each block loads all of B)", {3, true, true, 2}, 0,
        {{"mlpc_tma_load_all(b + r * (kBBytes / 2), r ? &tu : &tg, kt * kK, nb * kRows, full);",
          "mlpc_tma_load(b, &tg, kt * kK, nb * kRows, full); mlpc_tma_load(b + kBBytes / 2, &tu, kt * kK, nb * kRows, full);"}}},
@@ -181,8 +181,9 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
                bad, b.kernel->build_ms);
     for (int i = 0; i < 3; ++i) b.launch();  // warm, before any variant's first round
   }
-  // Rounds over all variants, so that a clock drift over the run (seen on the H100: identical
-  // launches 1050 to 1157 us apart) touches every variant alike; the best round is reported.
+  // Rounds over all variants, so that a clock drift over the run (identical launches have
+  // differed by several percent within one run) touches every variant alike; the best round is
+  // reported.
   constexpr int kRounds = 3;
   for (int round = 0; round < kRounds; ++round)
     for (Built& b : built) b.us.push_back(bench::median_launch_us(b.launch));

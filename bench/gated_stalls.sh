@@ -4,7 +4,7 @@
 # as CSV, which bench/stall_ledger.py reads: the hot blocks, the consumers' k-loop split into
 # waiting for data, waiting for WGMMAs, issuing them and the rest, and every mbarrier wait with
 # its retries (a stage's data, a free stage, the epilogue workers' hand-over). Runs on the GPU
-# machine; README's "What limits" quotes it.
+# machine; docs/benchmarks.md's "What limits" quotes it.
 # Usage: bench/gated_stalls.sh MLPC_BINARY OUT_DIR [SAMPLE]   (default sample: llama_geglu)
 set -euo pipefail
 mlpc=${1:?usage: bench/gated_stalls.sh MLPC_BINARY OUT_DIR [SAMPLE]}

@@ -1,7 +1,7 @@
 // Times every cuBLASLt heuristic candidate for row-major y[M, N] = x[M, K] . w[N, K]^T (bf16,
 // fp32 accumulation, the layout mlpc's GemmLt uses), to see what the hardware allows per shape:
 // the best candidate, the heuristic's first choice, and whether the data's values move the time
-// (random values draw more power than zeros, and the H200 clocks down under power).
+// (random values draw more power than zeros, and a power-capped GPU clocks down).
 //
 // Build (no CMake target: a measurement tool, not part of mlpc):
 //   nvcc -O2 -std=c++17 bench/gemm_probe.cpp -lcublasLt -o stage/bin/gemm_probe

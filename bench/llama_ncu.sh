@@ -3,7 +3,8 @@
 # the down GEMM), PyTorch eager's (gate, up, GELU, mul, down) and torch.compile's (gate, up, the
 # fused gelu*mul, down), each kernel's time, SM clock and tensor-pipe activity, in one call on the
 # GPU machine; then bench/ncu_floor.py: mlpc's ratio to each PyTorch forward, kernel by kernel, and
-# its floor with mlpc's GEMMs at 100% tensor-pipe activity. What README's "What limits" quotes.
+# its floor with mlpc's GEMMs at 100% tensor-pipe activity. What docs/benchmarks.md's "What
+# limits" quotes.
 # Usage: bench/llama_ncu.sh MLPC_BINARY OUT_DIR
 set -euo pipefail
 mlpc=${1:?usage: bench/llama_ncu.sh MLPC_BINARY OUT_DIR}

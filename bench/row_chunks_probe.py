@@ -2,8 +2,8 @@
 chunks on concurrent streams hide its two GELU kernels behind the SGEMMs? PyTorch's own kernels
 (the same cuBLAS SGEMMs mlpc runs), one CUDA graph per variant (chunks of rows, each chunk's
 whole chain on one of `streams` streams, forked and joined inside the graph), timed in three
-rounds. Not part of mlpc: the answer (README, "What limits") is that it pays ~2% but runs
-chunks x 5 kernels per forward, against issue 3's five launches for this case.
+rounds. Not part of mlpc: the answer (docs/benchmarks.md, "What limits") is that it pays a
+little but runs chunks x 5 kernels per forward, against issue 3's five launches for this case.
 
 Usage (GPU machine): python3 bench/row_chunks_probe.py"""
 import torch, torch.nn.functional as F, statistics, sys

@@ -10,7 +10,7 @@
 # (seconds for the whole script) gives each run an even share of the time left; a timeout counts
 # as a failure (exit 124 in the summary). MLPC_SANITIZE_TESTS, a Catch test spec without spaces
 # (e.g. "[reduction],[merge],*pointwise*"), limits the GPU tests checked (default: all of them;
-# under memcheck they take about 20x their plain time).
+# under memcheck they take many times their plain time).
 set -uo pipefail
 out=${1:?usage: bench/sanitize_gpu.sh OUT_DIR [BIN_DIR]}
 bin=${2:-stage/bin}
@@ -48,11 +48,11 @@ jobs+=("memcheck|gpu_tests|$bin/mlpc_gpu_tests ${MLPC_SANITIZE_TESTS:-}"
        "racecheck|gpu_tests|$bin/mlpc_gpu_tests ${MLPC_SANITIZE_TESTS:-}")
 
 # racecheck in cuBLAS's Hopper "nvjet" GEMM kernels (NVIDIA's code, which mlpc only calls) reports
-# "potential WAR hazards" on shared memory whose current and incoming values are equal (100 per
-# run on the H200); excluding those kernels (--kernel-name-exclude kns=nvjet) made the sanitizer
-# itself fail ("failed to handle a hardware exception"). So racecheck checks every kernel, and
-# only hazards in mlpc's own kernels (generated: mlpc_*, small-GEMM gemm_*) count as reports; the
-# others are counted apart, per kernel, in the summary.
+# "potential WAR hazards" on shared memory whose current and incoming values are equal (many a
+# run: docs/testing.md); excluding those kernels (--kernel-name-exclude kns=nvjet) made the
+# sanitizer itself fail ("failed to handle a hardware exception"). So racecheck checks every kernel,
+# and only hazards in mlpc's own kernels (generated: mlpc_*, small-GEMM gemm_*) count as reports;
+# the others are counted apart, per kernel, in the summary.
 ours='(mlpc_|gemm_)[A-Za-z0-9_]*'
 hazard_kernels() {  # the kernel of each hazard's first access line, one per line
   grep -A1 -E 'hazard detected|Race reported' "$1" | grep -oE ' at [A-Za-z_][A-Za-z0-9_]*\+0x' |

@@ -37,8 +37,8 @@ constexpr int kPad = 4;  // floats after each bk-long row of a shared-memory til
 // x and w tiles stream through `stages` buffers by cp.async, k-contiguous as in memory; blocks
 // walk the output group_m row tiles at a time (w tiles shared in L2). Needs n % tile_cols == 0
 // and k % bk == 0; rows is free. (A k-major variant, tiles transposed on the way in by 4-byte
-// cp.async and 2 + 2 vector reads per k, measured slower: 33.8-34.5 TFLOP/s against this
-// layout's 37.8-38.8 on the H200, 2026-12-04.)
+// cp.async and 2 + 2 vector reads per k, measured slower than this layout: its transposing
+// loads cost more than its reads save; figures in docs/benchmarks.md.)
 struct Config {
   int warps_m = 4, warps_n = 2, bk = 16, stages = 3, min_blocks = 1, group_m = 8;
   int threads() const { return 32 * warps_m * warps_n; }

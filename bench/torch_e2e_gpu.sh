@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issue 6 on the H200: the article's GeGLU MLP and GPT-2's MLP exported from PyTorch (2.x here)
-# with tools/export_torch.py, run by `mlpc run --device cuda` (-O1 and -O2, f32 / bf16 / f16) and
-# `mlpc bench` on the exported weights and input, and compared with PyTorch's own CUDA output
+# Issue 6 on the GPU machine: the article's GeGLU MLP and GPT-2's MLP exported from PyTorch (2.x
+# here) with tools/export_torch.py, run by `mlpc run --device cuda` (-O1 and -O2, f32 / bf16 / f16)
+# and `mlpc bench` on the exported weights and input, and compared with PyTorch's own CUDA output
 # (tools/compare_torch.py: mlpc's tolerance against the float64 answer, twice it against PyTorch).
 # Usage: bench/torch_e2e_gpu.sh OUT_DIR [BIN_DIR]   (BIN_DIR: where mlpc is; default stage/bin)
 # Writes OUT_DIR/summary.txt (one PASS/FAIL line per check) and a log per step; exits 1 if any

@@ -14,7 +14,7 @@ namespace mlpc {
 // The peaks to hold a graph of `dtype` ("bf16") against. Throws mlpc::Error when the GEMM peak
 // of that dtype was not measured.
 Peaks peaks_for(const runtime::DevicePeaks& p, const std::string& dtype);
-// "peaks of NVIDIA H200: copy 4012 GB/s, bf16 GEMM 702 TFLOP/s (cached in FILE)"
+// "peaks of DEVICE: copy C GB/s, bf16 GEMM T TFLOP/s (cached in FILE)"
 std::string peaks_text(const runtime::DevicePeaks& p);
 
 std::string explain_bench_text(const BenchResult& r, const runtime::DevicePeaks& p);

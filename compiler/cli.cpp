@@ -118,15 +118,16 @@ struct GraphArgs {
     cmd->add_option("--fp32-gemms", fp32_gemms,
                     "f32 GEMMs as IEEE fp32 on CUDA cores (ieee, the default at every level: "
                     "PyTorch's with TF32 off) or as three TF32 tensor-core products summed over "
-                    "K-chunks of at most 512 (~2x faster on the H200; errors within IEEE fp32's "
-                    "tolerance for K >= 256, 1.1-3.6x IEEE's on mlp3): auto where measured faster "
-                    "and K allows the chunks; tf32x3 for every f32 GEMM (one chunk where K does "
-                    "not allow them: less accurate, checked with a wider tolerance)")
+                    "K-chunks of at most 512 (TF32 tensor cores outrun CUDA cores even at three "
+                    "products; errors within IEEE fp32's tolerance for K >= 256): auto where "
+                    "measured faster and K allows the chunks; tf32x3 for every f32 GEMM (one "
+                    "chunk where K does not allow them: less accurate, checked with a wider "
+                    "tolerance)")
         ->check(CLI::IsMember({"auto", "ieee", "tf32x3"}));
     cmd->add_option("--transposed-x", transposed_x,
                     "IEEE f32 GEMMs reading their input stored transposed, [K, M], written so by "
-                    "the kernel computing it (cuBLAS's CUDA-core SGEMM is up to 4% faster so on "
-                    "the H200; the same launches and results): auto (-O2's default: where "
+                    "the kernel computing it (cuBLAS's CUDA-core SGEMM can be faster reading that "
+                    "layout; the same launches and results): auto (-O2's default: where "
                     "measured faster on this GPU), on, off (-O0/-O1's default)")
         ->check(CLI::IsMember({"auto", "on", "off"}));
   }

@@ -42,8 +42,8 @@ passes::GemmMergeDecider merge_decider(MergeGemms mode, int64_t rows);
 // kernel's memory traffic (a copy of the output); otherwise every legal fold is taken.
 passes::EpilogueDecider epilogue_decider(bool measure, int64_t rows);
 
-// Two timings of one tiny GEMM differ by a few percent from run to run (9.0 vs 9.2 us at
-// 64x256x256 on the H200), so a fold that measures within this much of not folding is taken: it
+// Two timings of one tiny GEMM differ by a few percent from run to run (docs/benchmarks.md), so
+// a fold that measures within this much of not folding is taken: it
 // reads the bias once in the GEMM instead of in a kernel, and a bias fold is what lets a relu
 // fold after it remove a launch (-O2 planned mlp3_small with 5 launches when noise said no).
 inline constexpr double kEpilogueNoise = 0.03;
@@ -60,7 +60,7 @@ passes::GemmMergeDecision decide_merge(double merged_us, const std::vector<doubl
 // Small GEMMs as generated kernels (codegen/small_gemm_kernel.h). A CUDA-core kernel cannot win
 // against tensor cores once the GEMM has real work: past this many multiply-adds (rows * n * k)
 // the GEMM stays a cuBLASLt call without being measured (64 x 256 x 256 is 2^22; the decode-size
-// GeGLU's 16 x 6144 x 768, 2^26.2, already ran 2.7x slower as a kernel on the H200).
+// GeGLU's 16 x 6144 x 768, 2^26.2, already runs slower as a kernel: docs/benchmarks.md).
 inline constexpr int64_t kSmallGemmMaxMacs = int64_t{1} << 26;
 // The kernel is taken when its time inside a CUDA graph is at least this much below cuBLASLt's:
 // closer than that is noise, and cuBLASLt keeps the plan torch.compile's.
@@ -73,7 +73,7 @@ inline constexpr int kSmallGemmRepeats = 8;
 // once per 16 rows, so past this many rows cuBLASLt's large tiles win: they are measured up to
 // it (the decode-size GeGLU's 16 rows), and a plain GEMM also wherever the CUDA-core kernel is
 // (at most kSmallGemmMaxMacs: weights so small that re-reading them costs nothing, e.g. the
-// article's Linear at 1024 rows, 2.5 vs 3.1 us per forward on an H100, 2026-12-06).
+// article's Linear at 1024 rows, where it beats cuBLASLt: docs/benchmarks.md).
 inline constexpr int64_t kMmaGemmMaxRows = 128;
 // Whether the small-GEMM decision at `rows` times the mma kernel for an n x k GEMM.
 inline bool mma_gemm_measured(int64_t rows, int64_t n, int64_t k) {
@@ -100,9 +100,9 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
 
 // Gated GEMMs (codegen/gated_gemm_kernel.h) replace cuBLASLt's GEMM(s) and the gating kernel
 // when their time inside a CUDA graph is at least this much lower: closer than that is noise,
-// and the steps apart keep the plan torch.compile's. (The article's GeGLU on the H200: 115.7 vs
-// 137.0 µs. At Llama-8B's size the kernel alone is 8% slower than cuBLASLt plus the gating
-// kernel, yet measured faster inside a CUDA graph and was taken: the measurement decides.)
+// and the steps apart keep the plan torch.compile's. (At Llama-8B's size the kernel alone has
+// timed slower than cuBLASLt plus the gating kernel, yet faster inside a CUDA graph, and was
+// taken: the measurement in the plan decides, not the kernel alone; docs/benchmarks.md.)
 inline constexpr double kGatedMinGain = 0.02;
 // Each alternative is timed this many times in a row inside one CUDA graph.
 inline constexpr int kGatedRepeats = 2;
@@ -139,7 +139,7 @@ codegen::Tf32x3Decider tf32x3_decider(Fp32Gemms mode, int64_t rows, bool use_cac
 // An IEEE f32 GEMM reads its x stored transposed (codegen/transposed_x_plan.h), written so by the
 // kernel computing x, when the two steps together take at least this much less time inside a
 // CUDA graph than row-major: closer than that is noise, and row-major keeps the plan PyTorch's.
-// (mlp3 on the H200: fc2 5316 vs 5490 µs, taken; fc3 1436 vs 1433, not.)
+// (On mlp3 it takes fc2 and not fc3, whose bias epilogue gains less than the store costs.)
 inline constexpr double kTransposedXMinGain = 0.02;
 inline constexpr int kTransposedXRepeats = 2;
 

@@ -1,6 +1,6 @@
 // -O2's measured decisions (gated GEMM kernels, small GEMM kernels, 3xTF32) time kernels they
-// must first build, and NVRTC is most of a cold compile: the gated GEMM kernel alone takes
-// ~250 ms, while the merge decision before it keeps the GPU busy and the CPU idle. So compile()
+// must first build, and NVRTC is most of a cold compile (the gated GEMM kernel's build above
+// all), while the merge decision before it keeps the GPU busy and the CPU idle. So compile()
 // starts building, on other threads, the kernels those decisions are likely to ask for: the
 // plans of every merge outcome with the generated kernels taken and with none taken (the
 // epilogue folds by the rule). A decision that asks for a kernel still being built waits for

@@ -23,7 +23,7 @@ namespace mlpc::runtime {
 namespace {
 
 constexpr const char* kFormat = "mlpc-peaks-v1";
-constexpr size_t kCopyBytes = size_t{512} << 20;  // far beyond L2 (50 MB on H100/H200)
+constexpr size_t kCopyBytes = size_t{512} << 20;  // far beyond any GPU's L2
 constexpr int kTrials = 5, kRepsPerTrial = 10;
 constexpr int kGemmCandidates = 8;
 

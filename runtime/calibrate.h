@@ -29,7 +29,8 @@ inline constexpr const char* kTf32Peak = "tf32";
 nlohmann::json peaks_to_json(const DevicePeaks& p);
 // Throws mlpc::Error naming the field when the JSON is not such an object with positive numbers.
 DevicePeaks peaks_from_json(const nlohmann::json& j);
-// "peaks-NVIDIA_H200.json": the device name with anything but [A-Za-z0-9._-] replaced by '_'.
+// "peaks-NVIDIA_X_1.json" for "NVIDIA X/1": the device name with anything but [A-Za-z0-9._-]
+// replaced by '_'.
 std::string peaks_file_name(const std::string& device);
 
 // The current device's peaks with the GEMM peak of `dtype` (and kTf32Peak for f32), measured now

@@ -23,7 +23,7 @@ struct DeviceInfo {
 // The current device; throws mlpc::Error (the reason above) when there is none.
 DeviceInfo device_info();
 
-// "sm_90" style arch of the current device; "sm_90" (the H200) when there is no GPU.
+// "sm_90" style arch of the current device; "sm_90" (the GPU machine's) when there is no GPU.
 std::string device_arch();
 
 }  // namespace mlpc::runtime

@@ -1,5 +1,5 @@
 // Times a GEMM shape on its own, on scratch buffers holding random values (zeros draw less power
-// and run faster: bench/gemm_probe.cpp measured 49 vs 54 µs on the H200), with cuBLASLt's
+// and run faster, so they would flatter every GEMM: bench/gemm_probe.cpp), with cuBLASLt's
 // candidates tuned and the choice cached on disk like any other GEMM (runtime/gemm_tuner.h): the
 // measurement behind compile-time decisions such as merging sibling GEMMs. Needs a GPU.
 #pragma once
@@ -34,8 +34,8 @@ class GemmBench {
   std::optional<double> cached_us(const std::string& key);
   // The values graph_us uploads into `plan`'s buffers at `rows` rows, by buffer name: inputs
   // U(-1, 1), params scaled as nn.Linear initializes them, so sums stay in range. Apart from
-  // graph_us so that a caller can make them while the plan's kernels still build: for geglu's
-  // gated plan they took 7-12 ms of a GPU host's CPU, on the critical path of a cold compile.
+  // graph_us so that a caller can make them while the plan's kernels still build: drawing them
+  // costs CPU time that would otherwise sit on the critical path of a cold compile.
   using Inputs = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
   static Inputs random_inputs(const codegen::Plan& plan, int64_t rows);
   // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on `inputs` (made by

@@ -2,9 +2,9 @@
 // down, sampled through NVML (the driver's management library, opened at run time, so that mlpc
 // builds and runs where there is no driver).
 //
-// Why bench reports it: a long GEMM stream on a 700 W H100/H200 is power-bound. Its clock falls
-// from 1.98 GHz to ~1.4 GHz, and the same launches differ by up to 10% from one run to the next
-// as the GPU warms (README, "What limits"). A time means little without the clock it ran at, and
+// Why bench reports it: a long stream of large GEMMs is power-bound. Its clock falls well below
+// the maximum, and the same launches differ from one run to the next as the GPU warms
+// (docs/benchmarks.md, "What limits"). A time means little without the clock it ran at, and
 // "compute-bound at the power-capped clock" is a verdict of its own.
 #pragma once
 
@@ -40,7 +40,7 @@ struct GpuState {
   double power_capped = 0;  // share of samples with the power cap holding the clock down
   double thermal = 0;       // share of samples with a thermal or hardware slowdown
   // Every power reading instantaneous. NVML's plain power reading is a trailing 1 s average on
-  // Hopper: over a 300 ms stream after idle it read 209 W where the cap was holding the clock.
+  // Hopper: over a short stream after idle it reads far below the cap that holds the clock.
   bool power_instant = true;
   std::string unavailable;  // why there are no samples (no driver, NVML error), or empty
 };

@@ -1,6 +1,6 @@
 // The kernels of a list of plan steps, built at once: NVRTC runs on the CPU and each program is
-// single-threaded (ptxas most of it: the gated GEMM kernel takes ~300 ms, the pointwise kernel
-// beside it ~130 ms), so one thread per kernel makes a compile wait for its slowest kernel
+// single-threaded (ptxas most of it, the gated GEMM kernel the longest), so one thread per
+// kernel makes a compile wait for its slowest kernel
 // instead of their sum. Every kernel goes through the on-disk CUBIN cache (CachedCompiler);
 // gated GEMM kernels are built for the arch-specific target (sm_90a).
 #pragma once

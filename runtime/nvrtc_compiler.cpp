@@ -111,9 +111,8 @@ std::vector<std::string> nvrtc_options(const std::string& arch) {
   // NVRTC 12.9+ keeps its own cache of compiled programs in the driver's compute cache
   // (~/.nv/ComputeCache). mlpc has its own CUBIN cache, so that one only costs: on every compile
   // it starts CUDA inside NVRTC, hashes the program and, on a miss, compresses and writes the
-  // result. Measured on the H200 (gated GEMM kernel, 3 compiles in one process): 654/462/406 ms
-  // with CUDA_CACHE_DISABLE=1, 533 ms on a miss that writes, 304-333 ms with --no-cache. It also
-  // made "cold" compiles warm behind mlpc's back on any machine that had built the kernel before.
+  // result, which makes every compile slower (docs/benchmarks.md, "Compile times"). It also made
+  // "cold" compiles warm behind mlpc's back on any machine that had built the kernel before.
   if (nvrtc_has_own_cache()) options.push_back("--no-cache");
   for (std::string& extra : extra_nvrtc_options()) options.push_back(std::move(extra));
   return options;

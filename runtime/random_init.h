@@ -20,9 +20,9 @@ HostTensor random_input(const ir::Graph& g, ir::NodeId input, int64_t batch,
 
 // `count` values of `dtype`, uniform in [-scale, scale], as device bytes: operands for timing.
 // Counter-based (value i from (seed, i)), so every value is its own, as in a model's tensors (a
-// short pattern repeated would make the data periodic, and under the H200's power cap a GEMM's
-// clock depends on the bits it toggles); drawn in float on every core, ~1 ns a value where
-// random_param's doubles take ~15.
+// short pattern repeated would make the data periodic, and under a GPU's power cap a GEMM's
+// clock depends on the bits it toggles); drawn in float on every core, an order of magnitude
+// cheaper a value than random_param's doubles.
 std::vector<uint8_t> random_bytes(ir::DType dtype, int64_t count, double scale, uint64_t seed);
 
 // The concrete dims of a value's type with the batch dim bound.

@@ -15,11 +15,11 @@
 // A graph with an f32 GEMM run as 3xTF32 in one chunk (codegen/tf32x3.h: K too short or ragged
 // to cut) gets a wider accumulation floor: each product keeps ~21 bits (the parts round at 2^-22
 // each, lo.lo is dropped) and tensor cores do not accumulate in IEEE round-to-nearest (they
-// truncate: Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021; on the H200
+// truncate: Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021;
 // bench/tf32x3_accuracy.py finds the error growing with the chain's length), so the unit is
-// 2^-21 over the K' = 3K terms summed. On the H200 mlp3 (K = 4096) in one chunk measured 4.4x
-// IEEE's floor, a third of this one. 3xTF32 in K-chunks of tf32x3_chunk_k is held to IEEE
-// fp32's tolerance (`tf32x3` false): on mlp3 it used 0.67 of it at 8192 rows, IEEE 0.60.
+// 2^-21 over the K' = 3K terms summed, with room above what mlp3 in one chunk measures
+// (docs/kernels/overview.md, "3xTF32"). 3xTF32 in K-chunks of tf32x3_chunk_k is held to IEEE
+// fp32's tolerance (`tf32x3` false): chunks keep each accumulation chain short.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# bench/compare.py --table-from: the harness's table from a saved run (the H200's, sixth session
-# of 2026-12-03), without a GPU or torch: ratios against the targets with their verdicts, five
-# decimals where three would hide one, the compile times; and the table of the GPU's clocks.
+# bench/compare.py --table-from: the harness's table from a saved run (tests/data/compare_*.json,
+# kept from the GPU machine), without a GPU or torch: ratios against the targets with their
+# verdicts, five decimals where three would hide one, the compile times; and the table of the
+# GPU's clocks.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=$(python3 "$root/bench/compare.py" --table-from "$root/tests/data/compare_h200_2026-12-03.json")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# bench/ncu_floor.py on the reports bench/llama_ncu.sh wrote on an H100 (2026-12-06 02:1x UTC;
-# tests/data/ncu_llama, as ncu wrote them: times in ns, clocks in hz, thousands separators):
+# bench/ncu_floor.py on reports bench/llama_ncu.sh wrote on the GPU machine (tests/data/ncu_llama,
+# as ncu wrote them: times in ns, clocks in hz, thousands separators; their run is in
+# docs/benchmarks.md):
 # per-kernel rows, each forward's sum, mlpc's ratio to each PyTorch forward and its floor at 100%
-# tensor-pipe activity, what README's "What limits" quotes; and its one-line errors on bad reports.
+# tensor-pipe activity, what docs/benchmarks.md's "What limits" quotes; and its one-line errors
+# on bad reports.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 data=$root/tests/data/ncu_llama

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# bench/stall_ledger.py on the per-instruction page bench/gated_stalls.sh wrote on an H100
-# (2026-12-06 04:20 UTC: llama_geglu's gated kernel, one launch, PC sampling; the columns the
-# ledger reads, as ncu wrote them): the k-loop's split, the mbarrier waits and their retries,
-# what README's "What limits" quotes; and its one-line errors on bad input.
+# bench/stall_ledger.py on the per-instruction page bench/gated_stalls.sh wrote on the GPU
+# machine (llama_geglu's gated kernel, one launch, PC sampling; the columns the ledger reads, as
+# ncu wrote them; the run is in docs/benchmarks.md): the k-loop's split, the mbarrier waits and
+# their retries, what docs/benchmarks.md's "What limits" quotes; and its one-line errors on bad
+# input.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 data=$root/tests/data/ncu_llama/gated_sass.csv

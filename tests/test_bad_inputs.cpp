@@ -1,6 +1,6 @@
-// The bad-input catalogue (README "Bad input"): each kind of bad input, the exact message mlpc
-// prints and its exit code, one test per row. Rows that need a GPU live in
-// tests/gpu/test_gpu_bad_inputs.cpp. Also the resource bounds: huge dims, deep graphs, giant
+// The bad-input catalogue (docs/cli.md, "Exit codes and bad input"): each kind of bad input,
+// the exact message mlpc prints and its exit code, one test per row. Rows that need a GPU live
+// in tests/gpu/test_gpu_bad_inputs.cpp. Also the resource bounds: huge dims, deep graphs, giant
 // files, and the kernel cache under concurrent mlpc processes.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

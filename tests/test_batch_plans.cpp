@@ -1,9 +1,9 @@
 // One compile for several batch sizes (compiler/batch_plans.h): a plan per distinct decision
 // outcome, the sizes deciding alike sharing one, each batch run on the plan decided at the
 // smallest size asked for that covers it, and every kernel built in the one compile. Without a
-// GPU the measured decisions keep their defaults, so the decode-size outcome the H200 measures
-// (the mma kernels at 16 rows, cuBLASLt and the Hopper gated kernel at 8192) is stood in for by
-// forcing those kernels at the rows where they win.
+// GPU the measured decisions keep their defaults, so the decode-size outcome the GPU machine
+// measures (the mma kernels at 16 rows, cuBLASLt and the Hopper gated kernel at 8192) is stood
+// in for by forcing those kernels at the rows where they win.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -29,8 +29,9 @@ CompileOptions o2(bool build_kernels = false) {
   return o;
 }
 
-// What the H200 measures for the GeGLU sample, as a rule: up to kMmaGemmMaxRows rows every GEMM
-// on the mma kernels, past them the Hopper gated kernel and cuBLASLt. Counts its compiles.
+// What the GPU machine measures for the GeGLU sample, as a rule: up to kMmaGemmMaxRows rows
+// every GEMM on the mma kernels, past them the Hopper gated kernel and cuBLASLt. Counts its
+// compiles.
 struct DecodeRule {
   int calls = 0;
   std::vector<int64_t> rows_seen;
@@ -140,7 +141,7 @@ TEST_CASE("batch plans: with no decision depending on rows, one compile serves e
 TEST_CASE("batch plans: measured decisions without a GPU give one plan for every size",
           "[batch_plans]") {
   // No GPU in CI: each measured decision keeps its default at every size, so the compiles per
-  // size come out the same and one plan remains (with a GPU they may not: the H200 splits
+  // size come out the same and one plan remains (with a GPU they may not: Hopper GPUs split
   // geglu's 16 from its 8192).
   if (runtime::gpu_unavailable_reason() == std::nullopt) {
     WARN("skipped: a GPU here measures the decisions, and may split the sizes");

@@ -1,4 +1,4 @@
-// `mlpc bench --explain` verdicts from synthetic timings (the H200's rough peaks: 4000 GB/s
+// `mlpc bench --explain` verdicts from synthetic timings (round peaks of a Hopper GPU: 4000 GB/s
 // copy, 790 bf16 TFLOP/s), and the calibration cache's JSON.
 #include <catch2/catch.hpp>
 
@@ -36,7 +36,7 @@ TEST_CASE("explain: a GEMM at 80% of peak FLOP/s is compute-bound", "[explain]")
 
 TEST_CASE("explain: a 3xTF32 GEMM is held against a third of the TF32 peak, not fp32's",
           "[explain]") {
-  // mlp3's fc1 chunk as measured on the H200 (fourth session): 2*8192*4096*1024 FLOP. Against
+  // A 3xTF32 chunk of mlp3's fc1, timed as on the GPU machine: 2*8192*4096*1024 FLOP. Against
   // IEEE fp32's ~51 TFLOP/s it would read as far over 100%; it runs on TF32 tensor cores.
   const mlpc::Peaks f32{.gbps = 4000, .tflops = 51, .dtype = "f32", .tf32_tflops = 360};
   const double flops = 2.0 * 8192 * 4096 * 1024;

@@ -217,7 +217,7 @@ TEST_CASE("merge decisions: taken only when measured at least 1% faster", "[merg
 }
 
 TEST_CASE("epilogue decisions: a fold within timing noise of not folding is taken", "[merge]") {
-  // mlp3_small's fc1 on the H200: the bias fold alone removes no kernel (the relu keeps it).
+  // As mlp3_small's fc1 measures: the bias fold alone removes no kernel (the relu keeps it).
   CHECK(decide_epilogue(9.2, 9.0, 0.0, 64).fold);
   CHECK(decide_epilogue(9.2, 9.0, 0.0, 64).reason ==
         "measured at M=64: 9.2 us vs 9.0 us with it in the fused kernel");

@@ -88,9 +88,9 @@ TEST_CASE("row kernel sources: vectors when aligned, scalar otherwise, fp32 accu
 TEST_CASE("row kernel registers: the row held, row vectors reloaded, costly values kept",
           "[reduction][codegen]") {
   // layernorm: only x is held across passes; its weight and bias are reloaded in the output
-  // pass (holding all three took 122 registers and ran at 2.1 TB/s on the H200, 3.6 without).
-  // x is held as bf16, its own width: half the registers of its floats (softmax over 4096:
-  // 90 -> 64 registers, 5 -> 8 blocks of 128 threads per SM).
+  // pass (holding all three took many more registers and ran much slower: docs/benchmarks.md).
+  // x is held as bf16, its own width: half the registers of its floats, so more blocks fit on
+  // an SM.
   auto k = row_kernels("func @l(%x: bf16[M, 4096]) -> bf16[M, 4096] {\n"
                        "  %w = param bf16[4096]\n  %b = param bf16[4096]\n"
                        "  %y = layernorm %x, %w, %b, 1e-05 : bf16[M, 4096]\n  return %y\n}");

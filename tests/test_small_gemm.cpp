@@ -164,7 +164,7 @@ TEST_CASE("the small-GEMM rule: the kernel only when measurably faster than cuBL
 TEST_CASE("a small-GEMM kernel's symbol is a unique C identifier, whatever the value is called",
           "[small_gemm][nvrtc]") {
   // At -O1 nothing folds into mlp3_small's GEMMs: their values are fc1.mm, fc2.mm, fc3.mm. The
-  // sanitizer run on the H200 found `gemm_fc1.mm` handed to NVRTC as a function name.
+  // compute-sanitizer run on the GPU found `gemm_fc1.mm` handed to NVRTC as a function name.
   CompileOptions o{.fusion = true, .arch = "sm_90"};
   o.small_gemms = SmallGemms::On;
   o.use_cache = false;

@@ -1,5 +1,6 @@
-// The GPU rows of the bad-input catalogue (README "Bad input"; the others are in
-// tests/test_bad_inputs.cpp): out of device memory, and a GEMM cuBLASLt has no algorithm for.
+// The GPU rows of the bad-input catalogue (docs/cli.md, "Exit codes and bad input"; the
+// others are in tests/test_bad_inputs.cpp): out of device memory, and a GEMM cuBLASLt has no
+// algorithm for.
 // Both are mlpc::Error (the CLI prints them in one line with exit code 1) and leave the process
 // able to carry on.
 #include <catch2/catch.hpp>

@@ -59,7 +59,7 @@ TEST_CASE("explain: 3xTF32 GEMMs are held against the calibrated TF32 peak", "[g
   runtime::DevicePeaks p = runtime::device_peaks(ir::DType::F32);
   INFO(peaks_text(p));
   REQUIRE(p.gemm_tflops.count(runtime::kTf32Peak));
-  // TF32 tensor cores do several times the FLOPs of fp32 FMAs (the H200: ~7x).
+  // TF32 tensor cores do several times the FLOPs of fp32 FMAs.
   CHECK(p.gemm_tflops.at(runtime::kTf32Peak) > 2 * p.gemm_tflops.at("f32"));
   CompileOptions o;
   o.fp32_gemms = Fp32Gemms::Tf32x3;
