@@ -7,7 +7,7 @@
 
 #include "compiler/explain.h"
 #include "compiler/gpu_session.h"
-#include "runtime/calibrate.h"
+#include "runtime/measure/calibrate.h"
 
 namespace mlpc {
 

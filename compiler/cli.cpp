@@ -27,9 +27,9 @@
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "runtime/device.h"
-#include "runtime/random_init.h"
-#include "runtime/reference.h"
+#include "runtime/device/device.h"
+#include "host/random_init.h"
+#include "runtime/reference/reference.h"
 
 namespace mlpc {
 namespace {

@@ -5,9 +5,9 @@
 #include "compiler/check.h"
 #include "compiler/gpu_session.h"
 #include "compiler/report.h"
-#include "runtime/cuda_check.h"
-#include "runtime/device.h"
-#include "runtime/step_hooks.h"
+#include "runtime/device/cuda_check.h"
+#include "runtime/device/device.h"
+#include "runtime/exec/step_hooks.h"
 
 namespace mlpc {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/trace_json.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 
 namespace mlpc {
 

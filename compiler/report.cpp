@@ -12,8 +12,8 @@
 #include "compiler/dump_html.h"
 #include "compiler/fusion_md.h"
 #include "ir/error.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/nvrtc_ptx.h"
+#include "runtime/jit/nvrtc_compiler.h"
+#include "runtime/jit/nvrtc_ptx.h"
 
 namespace mlpc {
 namespace {

@@ -12,8 +12,8 @@
 #include "compiler/report.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
-#include "runtime/device.h"
-#include "runtime/scoped_env.h"
+#include "runtime/device/device.h"
+#include "host/scoped_env.h"
 #include "scratch_dir.h"
 
 using namespace mlpc;

@@ -4,7 +4,7 @@
 
 #include "compiler/explain.h"
 #include "ir/error.h"
-#include "runtime/calibrate.h"
+#include "runtime/measure/calibrate.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 #include "compiler/speculative_builds.h"
 #include "ir/error.h"
 #include "ir/parser.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builds.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/kernel_builds.h"
+#include "runtime/jit/nvrtc_compiler.h"
 
 #include "gemm_test_util.h"
 

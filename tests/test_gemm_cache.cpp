@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/gemm_tuner.h"
-#include "runtime/scoped_env.h"
+#include "runtime/gemm/gemm_tuner.h"
+#include "host/scoped_env.h"
 
 namespace fs = std::filesystem;
 using namespace mlpc;

@@ -22,12 +22,12 @@
 #include "compiler/compile.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
-#include "runtime/cache_dir.h"
-#include "runtime/cached_compiler.h"
-#include "runtime/kernel_builds.h"
-#include "runtime/kernel_cache.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/scoped_env.h"
+#include "host/cache_dir.h"
+#include "runtime/jit/cached_compiler.h"
+#include "runtime/jit/kernel_builds.h"
+#include "runtime/jit/kernel_cache.h"
+#include "runtime/jit/nvrtc_compiler.h"
+#include "host/scoped_env.h"
 
 namespace fs = std::filesystem;
 using namespace mlpc;

@@ -12,8 +12,8 @@
 #include "compiler/retype.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
-#include "runtime/device.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/nvrtc_compiler.h"
 #include "gemm_test_util.h"
 
 using namespace mlpc;

@@ -7,11 +7,11 @@
 #include <optional>
 #include <string>
 
-#include "runtime/cached_compiler.h"
-#include "runtime/cuda_check.h"
-#include "runtime/device.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/scoped_env.h"
+#include "runtime/jit/cached_compiler.h"
+#include "runtime/device/cuda_check.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/nvrtc_compiler.h"
+#include "host/scoped_env.h"
 
 using namespace mlpc::runtime;
 using Catch::Matchers::Contains;

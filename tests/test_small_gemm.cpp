@@ -11,7 +11,7 @@
 #include "compiler/compile.h"
 #include "compiler/report.h"
 #include "compiler/samples.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/jit/nvrtc_compiler.h"
 #include "gemm_test_util.h"
 
 using namespace mlpc;

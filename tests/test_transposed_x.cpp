@@ -10,8 +10,8 @@
 #include "compiler/report.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builds.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/kernel_builds.h"
 #include "transposed_x_graphs.h"
 
 using namespace mlpc;

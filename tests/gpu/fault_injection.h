@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "codegen/plan.h"
-#include "runtime/executor.h"
-#include "runtime/step_hooks.h"
+#include "runtime/exec/executor.h"
+#include "runtime/exec/step_hooks.h"
 
 namespace mlpc::testing {
 

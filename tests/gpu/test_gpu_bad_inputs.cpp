@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "runtime/executor.h"
-#include "runtime/gemm_lt.h"
+#include "runtime/exec/executor.h"
+#include "runtime/gemm/gemm_lt.h"
 
 using namespace mlpc;
 using Catch::Matchers::Contains;

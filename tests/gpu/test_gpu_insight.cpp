@@ -7,7 +7,7 @@
 #include "compiler/bench_explain.h"
 #include "compiler/gpu_trace.h"
 #include "compiler/samples.h"
-#include "runtime/calibrate.h"
+#include "runtime/measure/calibrate.h"
 
 using namespace mlpc;
 
