@@ -10,7 +10,7 @@ set(MLPC_LIBRARIES mlpc_ir mlpc_host mlpc_passes mlpc_codegen mlpc_runtime mlpc_
 install(TARGETS ${MLPC_LIBRARIES} EXPORT mlpcTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ir host passes codegen runtime io compiler
+install(DIRECTORY ir host passes codegen runtime io compiler dump
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mlpc
         FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
 install(FILES mlpc/mlpc.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mlpc)

@@ -9,7 +9,7 @@
 
 #include "codegen/tf32x3_plan.h"
 #include "compiler/batch_plans.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "ir/error.h"
 #include "host/cache_dir.h"
 #include "runtime/device/device.h"

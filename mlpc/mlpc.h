@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/trace.h"  // Tracer, Tensor, kBatch and the ops: the graph-building API
+#include "compiler/tracing.h"  // Tracer, Tensor, kBatch and the ops: the graph-building API
 #include "ir/error.h"        // mlpc::Error
 #include "ir/graph.h"
 

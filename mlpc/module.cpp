@@ -16,7 +16,7 @@
 
 #include "compiler/batch_plans.h"
 #include "compiler/levels.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "mlpc/device_checks.h"

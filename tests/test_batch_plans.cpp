@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "compiler/batch_plans.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
 #include "runtime/device/device.h"

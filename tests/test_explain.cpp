@@ -2,7 +2,7 @@
 // copy, 790 bf16 TFLOP/s), and the calibration cache's JSON.
 #include <catch2/catch.hpp>
 
-#include "compiler/explain.h"
+#include "dump/explain.h"
 #include "ir/error.h"
 #include "runtime/measure/calibrate.h"
 

@@ -10,7 +10,7 @@
 #include "codegen/cuda_ops.h"
 #include "codegen/gated_gemm_kernel.h"
 #include "compiler/compile.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
 #include "compiler/speculative_builds.h"

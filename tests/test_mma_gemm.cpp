@@ -8,7 +8,7 @@
 #include "codegen/plan_builder.h"
 #include "compiler/compile.h"
 #include "compiler/gemm_decisions.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"

@@ -16,7 +16,7 @@
 #include "codegen/tf32x3_plan.h"
 #include "runtime/reference/tolerance.h"
 #include "compiler/compile.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
 #include "runtime/device/device.h"

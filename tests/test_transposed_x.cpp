@@ -7,7 +7,7 @@
 
 #include "codegen/pointwise_kernel.h"
 #include "compiler/compile.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
 #include "runtime/device/device.h"

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "compiler/bench_explain.h"
-#include "compiler/gpu_trace.h"
+#include "dump/bench_explain.h"
+#include "dump/trace_recorder.h"
 #include "compiler/samples.h"
 #include "runtime/measure/calibrate.h"
 

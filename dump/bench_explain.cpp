@@ -1,4 +1,4 @@
-#include "compiler/bench_explain.h"
+#include "dump/bench_explain.h"
 
 #include <fmt/format.h>
 

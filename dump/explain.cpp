@@ -1,4 +1,4 @@
-#include "compiler/explain.h"
+#include "dump/explain.h"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/compile.h"
-#include "compiler/trace_json.h"
+#include "dump/trace_json.h"
 #include "runtime/exec/executor.h"
 
 namespace mlpc {

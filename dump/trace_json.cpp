@@ -1,4 +1,4 @@
-#include "compiler/trace_json.h"
+#include "dump/trace_json.h"
 
 #include <fmt/format.h>
 

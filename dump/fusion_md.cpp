@@ -1,4 +1,4 @@
-#include "compiler/fusion_md.h"
+#include "dump/fusion_md.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,10 +1,10 @@
-#include "compiler/gpu_trace.h"
+#include "dump/trace_recorder.h"
 
 #include <chrono>
 
 #include "compiler/check.h"
 #include "compiler/gpu_session.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "runtime/device/cuda_check.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/step_hooks.h"

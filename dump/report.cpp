@@ -1,4 +1,4 @@
-#include "compiler/report.h"
+#include "dump/report.h"
 
 #include <algorithm>
 
@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "compiler/dump_dot.h"
-#include "compiler/dump_html.h"
-#include "compiler/fusion_md.h"
+#include "dump/dump_dot.h"
+#include "dump/dump_html.h"
+#include "dump/fusion_md.h"
 #include "ir/error.h"
 #include "runtime/jit/nvrtc_compiler.h"
 #include "runtime/jit/nvrtc_ptx.h"

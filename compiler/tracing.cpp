@@ -1,4 +1,4 @@
-#include "compiler/trace.h"
+#include "compiler/tracing.h"
 
 namespace mlpc {
 namespace {

@@ -1,4 +1,4 @@
-#include "compiler/dump_dot.h"
+#include "dump/dump_dot.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <map>
 #include <sstream>
 
-#include "compiler/fusion_md.h"
-#include "compiler/report.h"
+#include "dump/fusion_md.h"
+#include "dump/report.h"
 
 namespace mlpc {
 namespace {

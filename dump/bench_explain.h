@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "compiler/explain.h"
+#include "dump/explain.h"
 #include "compiler/gpu_session.h"
 #include "runtime/measure/calibrate.h"
 

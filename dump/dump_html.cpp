@@ -1,12 +1,12 @@
-#include "compiler/dump_html.h"
+#include "dump/dump_html.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <sstream>
 
-#include "compiler/fusion_md.h"
-#include "compiler/report.h"
+#include "dump/fusion_md.h"
+#include "dump/report.h"
 #include "ir/printer.h"
 
 namespace mlpc {
