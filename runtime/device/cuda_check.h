@@ -1,6 +1,6 @@
 // One check macro per status type (style.md #11): a failed CUDA runtime, cuBLASLt or NVRTC call
 // throws mlpc::Error naming the call, the status and file:line, e.g.
-//   CUDA call `cudaMalloc(&p, n)` failed: cudaErrorMemoryAllocation (out of memory) at runtime/executor.cpp:123
+//   CUDA call `cudaMalloc(&p, n)` failed: cudaErrorMemoryAllocation (out of memory) at runtime/exec/executor.cpp:123
 #pragma once
 
 #include <cublasLt.h>
@@ -14,8 +14,15 @@
 
 namespace mlpc::runtime::detail {
 
-// "runtime/executor.cpp" from "/abs/path/runtime/executor.cpp": the last two path components.
+// "runtime/exec/executor.cpp" from "/abs/path/runtime/exec/executor.cpp": the path from the
+// source tree's root, which this header's own path gives. Outside the tree (a program built
+// against the installed package): the last two path components.
 inline std::string_view short_file(std::string_view file) {
+  constexpr std::string_view self = __FILE__, here = "runtime/device/cuda_check.h";
+  if (self.ends_with(here)) {
+    std::string_view root = self.substr(0, self.size() - here.size());
+    if (file.starts_with(root)) return file.substr(root.size());
+  }
   size_t last = file.rfind('/');
   if (last == std::string_view::npos || last == 0) return file;
   size_t prev = file.rfind('/', last - 1);
