@@ -1,5 +1,6 @@
 // `mlpc bench --explain`: where the time goes. Each kernel's achieved TFLOP/s and GB/s against
-// the device's measured peaks (runtime/calibrate.h), and a verdict per kernel and per forward:
+// the device's measured peaks (runtime/measure/calibrate.h), and a verdict per kernel and
+// per forward:
 //   overhead-bound  the time is fixed cost, not work: the GPU sits idle between launches, or the
 //                   kernels are too small to reach even a modest share of either peak;
 //   memory-bound    the bandwidth share decides (and is the larger one);

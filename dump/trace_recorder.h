@@ -1,6 +1,6 @@
 // Records what `mlpc bench --trace` writes: one eager and one compiled forward, launched step by
 // step (no CUDA graph, so each launch has its own interval) with CUDA events around each launch
-// on the GPU and steady_clock around each launch call on the host (runtime/step_hooks.h).
+// on the GPU and steady_clock around each launch call on the host (runtime/exec/step_hooks.h).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // Sets (or unsets) an environment variable for one scope and restores it after: tests that
 // point MLPC_CACHE_DIR at a scratch folder, and the CLI's cold-compile measurement
-// (runtime/cache_dir.h's FreshCacheDir), must leave the process as they found it. Not
+// (host/cache_dir.h's FreshCacheDir), must leave the process as they found it. Not
 // thread-safe: it sets the environment.
 #pragma once
 

@@ -1,5 +1,5 @@
-// The GEMM tuning cache (runtime/gemm_tuner.h) without a GPU: keys, the algo encoding, the JSON
-// document, and the gemm_algos.json file (round trips, atomic writes, corrupt files).
+// The GEMM tuning cache (runtime/gemm/gemm_tuner.h) without a GPU: keys, the algo encoding, the
+// JSON document, and the gemm_algos.json file (round trips, atomic writes, corrupt files).
 #include <stdlib.h>
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// The on-disk CUBIN cache (runtime/kernel_cache.h) and its use by compile(): keys, hits and
+// The on-disk CUBIN cache (runtime/jit/kernel_cache.h) and its use by compile(): keys, hits and
 // misses, corrupt entries, atomic stores, and a cache that cannot be written. CPU only: NVRTC
 // needs no GPU.
 #include <stdlib.h>

@@ -508,7 +508,7 @@ void Executor::resolve_launches(Bound& b) {
       l.gemm = g;
       l.rows = plan_.buffers[g->y].type.shape.rows(batch_);
       // A K-chunk reads its columns of x and w (codegen/plan.h): the row strides are the
-      // layouts' (runtime/gemm_lt.h), the start is the pointer's.
+      // layouts' (runtime/gemm/gemm_lt.h), the start is the pointer's.
       const size_t k_begin = static_cast<size_t>(g->k_begin) * ir::dtype_size(g->dtype);
       l.ops.x = static_cast<const char*>(read(g->x)) + k_begin;
       l.ops.w = static_cast<const char*>(read(g->w)) + k_begin;
@@ -588,7 +588,7 @@ void Executor::resolve_gated(Launch& l, const codegen::KernelStep& k, Read&& rea
 }
 
 void Executor::enqueue_one(Launch& l, cudaStream_t stream) {
-  // An NVTX range named after the step, and the trace recorder's hooks (runtime/step_hooks.h).
+  // An NVTX range named after the step, and the trace recorder's hooks (runtime/exec/step_hooks.h).
   StepScope scope(plan_, static_cast<size_t>(&l - cur_->launches.data()), stream);
   if (l.gemm) {
     if (l.rows > 0) gemm_.run(*l.gemm, l.rows, l.ops, stream);

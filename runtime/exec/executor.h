@@ -2,7 +2,7 @@
 // keeps params in their own allocations and every other buffer in one arena per batch size, and
 // runs the steps in order on one stream.
 //
-// The first run() of a batch size tunes its GEMMs (runtime/gemm_tuner.h) while running the
+// The first run() of a batch size tunes its GEMMs (runtime/gemm/gemm_tuner.h) while running the
 // forward eagerly, step by step, so each GEMM is timed on the real values its producers just
 // wrote. With CUDA graphs on, that same first run() then captures the whole forward into a graph
 // (on a private stream, thread-local capture mode) and launches it on the caller's stream; later

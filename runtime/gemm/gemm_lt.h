@@ -58,7 +58,7 @@ class GemmLt {
     run(step, rows, ops.x, ops.w, ops.y, ops.bias, ops.residual, stream);
   }
 
-  // ---- for the tuner (runtime/gemm_tuner.h); rows > 0 ----
+  // ---- for the tuner (runtime/gemm/gemm_tuner.h); rows > 0 ----
   // Up to `max_count` heuristic results for the key, best guess first; only those with
   // state == CUBLAS_STATUS_SUCCESS. Empty when cuBLASLt offers none.
   std::vector<cublasLtMatmulHeuristicResult_t> candidates(const codegen::GemmStep& step,

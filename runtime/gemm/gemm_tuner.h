@@ -2,15 +2,15 @@
 // cuBLASLt version) time cuBLASLt's top heuristic candidates on the real buffers and keep the
 // fastest, in memory and on disk.
 //
-// On disk: <cache_dir()>/gemm_algos.json (runtime/cache_dir.h: $MLPC_CACHE_DIR,
+// On disk: <cache_dir()>/gemm_algos.json (host/cache_dir.h: $MLPC_CACHE_DIR,
 // $XDG_CACHE_HOME/mlpc or ~/.cache/mlpc):
 //   {"format": "mlpc-gemm-algos-v1",
 //    "entries": {"sm_90|bf16|8192x3072x768|gelu_bias|res0|cublasLt13.1.0":
 //                  {"algo": "<128 hex digits: the 8 uint64 words of cublasLtMatmulAlgo_t, each
 //                            as 16 digits, most significant first>",
 //                   "us": 48.8, "heuristic_index": 3, "candidates": 8}, ...}}
-// (runtime/gemm_bench also keeps its device-copy timings here, as "sm_90|copy|<bytes>" entries
-// with an all-zero algo.)
+// (runtime/measure/gemm_bench also keeps its device-copy timings here, as "sm_90|copy|<bytes>"
+// entries with an all-zero algo.)
 // Writes merge with what is on disk, then go to a temp file in the same directory that is
 // rename()d over the file, so readers never see a partial file. A file that cannot be read or
 // parsed, or whose structure or types are wrong, is ignored as a whole (one warning on stderr

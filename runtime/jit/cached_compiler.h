@@ -1,4 +1,4 @@
-// NVRTC through the on-disk CUBIN cache (runtime/kernel_cache.h) for one arch: what compile()
+// NVRTC through the on-disk CUBIN cache (runtime/jit/kernel_cache.h) for one arch: what compile()
 // does for every kernel of a plan and -O2's small-GEMM decision for the kernel it times, so a
 // kernel built for a measurement is a cache hit when the plan is compiled.
 #pragma once

@@ -3,7 +3,7 @@
 // throughput of a large GEMM per dtype through cuBLASLt (best of its top heuristic candidates),
 // and for f32 also of TF32 tensor cores (kTf32Peak: what a 3xTF32 GEMM is held against).
 // Measured once per device and dtype, then cached in <cache_dir()>/peaks-<DEVICE>.json
-// (runtime/cache_dir.h), written atomically; MLPC_RECALIBRATE=1 measures again.
+// (host/cache_dir.h), written atomically; MLPC_RECALIBRATE=1 measures again.
 #pragma once
 
 #include <map>

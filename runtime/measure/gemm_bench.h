@@ -1,7 +1,7 @@
 // Times a GEMM shape on its own, on scratch buffers holding random values (zeros draw less power
 // and run faster: bench/gemm_probe.cpp measured 49 vs 54 µs on the H200), with cuBLASLt's
-// candidates tuned and the choice cached on disk like any other GEMM (runtime/gemm_tuner.h): the
-// measurement behind compile-time decisions such as merging sibling GEMMs. Needs a GPU.
+// candidates tuned and the choice cached on disk like any other GEMM (runtime/gemm/gemm_tuner.h):
+// the measurement behind compile-time decisions such as merging sibling GEMMs. Needs a GPU.
 #pragma once
 
 #include <cstdint>

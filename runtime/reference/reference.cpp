@@ -55,7 +55,7 @@ double at(const HostTensor& t, int64_t i) {
                                                   : t.data[i % static_cast<int64_t>(t.data.size())];
 }
 
-// y[r, j] = sum_k x[r, k] w[j, k] (runtime/reference_gemm.h).
+// y[r, j] = sum_k x[r, k] w[j, k] (runtime/reference/reference_gemm.h).
 HostTensor matmul(const HostTensor& x, const HostTensor& w, ir::DType dtype) {
   int64_t k = x.row_len(), n = w.dims[0], rows = x.numel() / k;
   HostTensor y{dtype, x.dims, {}};
