@@ -23,10 +23,10 @@
 #include "codegen/gated_gemm_kernel.h"
 #include "codegen/gated_gemm_plan.h"
 #include "ir/error.h"
-#include "runtime/cuda_check.h"
-#include "runtime/gemm_bench.h"
-#include "runtime/host_tensor.h"
-#include "runtime/tensor_map.h"
+#include "runtime/device/cuda_check.h"
+#include "runtime/measure/gemm_bench.h"
+#include "host/host_tensor.h"
+#include "runtime/exec/tensor_map.h"
 
 using namespace mlpc;
 

@@ -1,8 +1,8 @@
 """The GPU's SM clock, power draw and clock throttle reasons while something runs, sampled through
 NVML with ctypes (libnvidia-ml.so.1, which comes with the driver: no package needed). The summary
-is the one `mlpc bench` reports (runtime/gpu_monitor.h), so the harness shows both sides' clocks:
-a stream of large GEMMs is power-bound on the GPU machine, and two runs of the same work differ
-with the clock the GPU held.
+is the one `mlpc bench` reports (runtime/measure/gpu_monitor.h), so the harness shows both sides'
+clocks: a stream of large GEMMs is power-bound on the GPU machine, and two runs of the same work
+differ with the clock the GPU held.
 
     with Monitor() as m:
         run()

@@ -18,8 +18,8 @@
 #include "compiler/compile.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/wall_clock.h"
+#include "runtime/jit/nvrtc_compiler.h"
+#include "host/wall_clock.h"
 
 namespace {
 

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda_check.h"
-#include "runtime/gemm_bench.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/wall_clock.h"
+#include "runtime/device/cuda_check.h"
+#include "runtime/measure/gemm_bench.h"
+#include "runtime/jit/nvrtc_compiler.h"
+#include "host/wall_clock.h"
 
 namespace mlpc::bench {
 

@@ -20,8 +20,8 @@
 #include "bench/probe_main.h"
 #include "codegen/cuda_ops.h"
 #include "ir/error.h"
-#include "runtime/cuda_check.h"
-#include "runtime/gemm_bench.h"
+#include "runtime/device/cuda_check.h"
+#include "runtime/measure/gemm_bench.h"
 
 using namespace mlpc;
 

@@ -15,7 +15,7 @@
 #include "codegen/pointwise_kernel.h"
 #include "ir/parser.h"
 #include "passes/pipeline.h"
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 using namespace mlpc;
 

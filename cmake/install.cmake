@@ -5,11 +5,12 @@
 include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
 
-set(MLPC_LIBRARIES mlpc_ir mlpc_passes mlpc_codegen mlpc_runtime mlpc_io mlpc_compiler mlpc_api)
+set(MLPC_LIBRARIES mlpc_ir mlpc_host mlpc_passes mlpc_codegen mlpc_runtime mlpc_reference
+                    mlpc_io mlpc_compiler mlpc_api)
 install(TARGETS ${MLPC_LIBRARIES} EXPORT mlpcTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(DIRECTORY ir passes codegen runtime io compiler
+install(DIRECTORY ir host passes codegen runtime io compiler dump
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mlpc
         FILES_MATCHING PATTERN "*.h" PATTERN "*.def")
 install(FILES mlpc/mlpc.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mlpc)

@@ -30,7 +30,7 @@
 //
 // Operand layout: x[rows, k], wg[n, k], wu[n, k], y[rows, n], all row-major (k contiguous), 16-
 // byte aligned rows (k % 8 == 0, n % 8 == 0); ragged edges are zero-filled by TMA on load and
-// clipped on store. The kernel takes four TMA descriptors (runtime/tensor_map.h builds them,
+// clipped on store. The kernel takes four TMA descriptors (runtime/exec/tensor_map.h builds them,
 // 64-element inner box, 128-byte swizzle): x, wg and wu with kGatedTileRows-row boxes, y with
 // kGatedStoreRows-row boxes.
 #pragma once

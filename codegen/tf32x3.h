@@ -23,7 +23,7 @@
 // j-th chunk of K, so each chunk's GEMM reads one contiguous column range of x3 and w3.
 // A GEMM that cannot be cut so (K < kTf32x3MinK, or no chunk length divides K) runs in one chunk,
 // less accurate: only with --fp32-gemms tf32x3 (auto skips it), checked with a tolerance of its
-// own (runtime/tolerance.h). One TF32 product (PyTorch's "high" matmul precision on
+// own (runtime/reference/tolerance.h). One TF32 product (PyTorch's "high" matmul precision on
 // Hopper) is ~2^-11 relative, for comparison.
 #pragma once
 

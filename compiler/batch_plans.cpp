@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "ir/error.h"
 
 namespace mlpc {

@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "ir/error.h"
-#include "runtime/random_init.h"
-#include "runtime/reference.h"
+#include "host/random_init.h"
+#include "runtime/reference/reference.h"
 
 namespace mlpc {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "runtime/host_tensor.h"
-#include "runtime/tolerance.h"
+#include "host/host_tensor.h"
+#include "runtime/reference/tolerance.h"
 
 namespace mlpc {
 

@@ -13,23 +13,23 @@
 #include <optional>
 
 #include "codegen/tf32x3_plan.h"
-#include "compiler/bench_explain.h"
+#include "dump/bench_explain.h"
 #include "compiler/check.h"
 #include "compiler/compile.h"
 #include "compiler/data_files.h"
 #include "compiler/gpu_session.h"
-#include "compiler/gpu_trace.h"
+#include "dump/trace_recorder.h"
 #include "compiler/levels.h"
 #include "compiler/reference_progress.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "runtime/device.h"
-#include "runtime/random_init.h"
-#include "runtime/reference.h"
+#include "runtime/device/device.h"
+#include "host/random_init.h"
+#include "runtime/reference/reference.h"
 
 namespace mlpc {
 namespace {

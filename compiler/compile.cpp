@@ -6,10 +6,10 @@
 #include "codegen/plan_builder.h"
 #include "compiler/logs.h"
 #include "compiler/speculative_builds.h"
-#include "runtime/build_log.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builds.h"
-#include "runtime/wall_clock.h"
+#include "runtime/jit/build_log.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/kernel_builds.h"
+#include "host/wall_clock.h"
 
 namespace mlpc {
 using Clock = std::chrono::steady_clock;

@@ -19,8 +19,8 @@ struct CompileOptions {
   bool epilogues = false;    // -O2: fold bias / relu / gelu_tanh / residual into GEMM epilogues
   std::string arch;          // "sm_90"; empty: the device's, or sm_90 without one
   bool build_kernels = true; // run NVRTC on every kernel
-  bool use_cache = true;     // on-disk CUBIN cache (runtime/kernel_cache.h); MLPC_NO_KERNEL_CACHE=1
-                             // turns it off as well
+  bool use_cache = true;     // on-disk CUBIN cache (runtime/jit/kernel_cache.h);
+                             // MLPC_NO_KERNEL_CACHE=1 turns it off as well
   // Sibling GEMMs (gate and up): merged never, always, or when measured faster on this GPU at
   // `decide_rows` rows (compiler/gemm_decisions.h). Only with fusion.
   MergeGemms merge_gemms = MergeGemms::Off;

@@ -10,7 +10,7 @@
 
 #include "io/bind.h"
 #include "ir/error.h"
-#include "runtime/random_init.h"
+#include "host/random_init.h"
 
 namespace mlpc {
 namespace {

@@ -16,11 +16,11 @@
 
 #include "codegen/tf32x3_plan.h"
 #include "ir/error.h"
-#include "runtime/device.h"
-#include "runtime/gemm_bench.h"
-#include "runtime/gemm_tuner.h"
-#include "runtime/kernel_builds.h"
-#include "runtime/wall_clock.h"
+#include "runtime/device/device.h"
+#include "runtime/measure/gemm_bench.h"
+#include "runtime/gemm/gemm_tuner.h"
+#include "runtime/jit/kernel_builds.h"
+#include "host/wall_clock.h"
 
 namespace mlpc {
 

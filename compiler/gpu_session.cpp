@@ -9,12 +9,12 @@
 
 #include "codegen/tf32x3_plan.h"
 #include "compiler/batch_plans.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "ir/error.h"
-#include "runtime/cache_dir.h"
-#include "runtime/device.h"
-#include "runtime/timing.h"
-#include "runtime/wall_clock.h"
+#include "host/cache_dir.h"
+#include "runtime/device/device.h"
+#include "runtime/measure/timing.h"
+#include "host/wall_clock.h"
 
 namespace mlpc {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "compiler/check.h"
 #include "compiler/compile.h"
-#include "runtime/executor.h"
-#include "runtime/gpu_monitor.h"
+#include "runtime/exec/executor.h"
+#include "runtime/measure/gpu_monitor.h"
 
 namespace mlpc {
 

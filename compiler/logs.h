@@ -12,7 +12,7 @@ struct LogTopics {
   bool passes = false;       // the IR after each pass that changed it, with the pass's time
   bool fusion = false;       // every fusion decision with its reason
   bool output_code = false;  // each generated kernel's source; each GEMM's cuBLASLt call
-  bool builds = false;       // each kernel build as it happens (runtime/build_log.h)
+  bool builds = false;       // each kernel build as it happens (runtime/jit/build_log.h)
   bool any() const { return passes || fusion || output_code || builds; }
 };
 

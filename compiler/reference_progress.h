@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "runtime/reference.h"
+#include "runtime/reference/reference.h"
 
 namespace mlpc {
 

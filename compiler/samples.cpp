@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "compiler/trace.h"
+#include "compiler/tracing.h"
 #include "ir/error.h"
 
 namespace mlpc {

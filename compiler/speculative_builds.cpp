@@ -3,8 +3,8 @@
 #include <exception>
 
 #include "codegen/plan_builder.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builds.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/kernel_builds.h"
 
 namespace mlpc {
 

@@ -9,7 +9,7 @@
 #include "io/file_bytes.h"
 #include "io/safetensors.h"
 #include "ir/error.h"
-#include "runtime/random_init.h"
+#include "host/random_init.h"
 
 namespace mlpc::io {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "io/npy.h"
 #include "ir/graph.h"
-#include "runtime/host_tensor.h"
+#include "host/host_tensor.h"
 
 namespace mlpc::io {
 

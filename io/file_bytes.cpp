@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "ir/error.h"
-#include "runtime/atomic_file.h"
+#include "host/atomic_file.h"
 
 namespace mlpc::io {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/host_tensor.h"
+#include "host/host_tensor.h"
 
 namespace mlpc::io {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ir/dtype.h"
-#include "runtime/host_tensor.h"
+#include "host/host_tensor.h"
 
 namespace mlpc::io {
 

@@ -6,7 +6,7 @@
 
 #include "ir/error.h"
 #include "mlpc/mlpc.h"
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 namespace mlpc::api {
 

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "compiler/trace.h"  // Tracer, Tensor, kBatch and the ops: the graph-building API
+#include "compiler/tracing.h"  // Tracer, Tensor, kBatch and the ops: the graph-building API
 #include "ir/error.h"        // mlpc::Error
 #include "ir/graph.h"
 
@@ -127,7 +127,7 @@ Module compile(std::string_view mlp_text, const CompileSpec& spec = {},
                std::string_view file = "<input>");
 
 // Whether a usable GPU is here, and if not, why: "no NVIDIA driver or GPU found: ..." with the
-// CUDA runtime's own reason (runtime/device.h).
+// CUDA runtime's own reason (runtime/device/device.h).
 bool gpu_available(std::string* why = nullptr);
 
 }  // namespace mlpc

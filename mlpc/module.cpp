@@ -16,15 +16,15 @@
 
 #include "compiler/batch_plans.h"
 #include "compiler/levels.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "mlpc/device_checks.h"
 #include "mlpc/ref_checks.h"
-#include "runtime/cuda_check.h"
-#include "runtime/executor.h"
-#include "runtime/host_tensor.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/device/cuda_check.h"
+#include "runtime/exec/executor.h"
+#include "host/host_tensor.h"
+#include "runtime/jit/nvrtc_compiler.h"
 
 namespace mlpc {
 namespace {

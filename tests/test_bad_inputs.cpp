@@ -28,9 +28,9 @@
 #include "ir/printer.h"
 #include "passes/fuse_pointwise.h"
 #include "passes/pipeline.h"
-#include "runtime/device.h"
-#include "runtime/kernel_cache.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/kernel_cache.h"
+#include "runtime/jit/nvrtc_compiler.h"
 #include "scratch_dir.h"
 
 namespace {

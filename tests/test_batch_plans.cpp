@@ -9,11 +9,11 @@
 #include <functional>
 
 #include "compiler/batch_plans.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
-#include "runtime/device.h"
-#include "runtime/scoped_env.h"
+#include "runtime/device/device.h"
+#include "host/scoped_env.h"
 #include "scratch_dir.h"
 
 using namespace mlpc;

@@ -19,8 +19,8 @@
 
 #include "compiler/samples.h"
 #include "ir/parser.h"
-#include "runtime/device.h"
-#include "runtime/host_tensor.h"
+#include "runtime/device/device.h"
+#include "host/host_tensor.h"
 #include "scratch_dir.h"
 
 namespace {

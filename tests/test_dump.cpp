@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include "compiler/compile.h"
-#include "compiler/dump_dot.h"
-#include "compiler/dump_html.h"
-#include "compiler/fusion_md.h"
-#include "compiler/report.h"
+#include "dump/dump_dot.h"
+#include "dump/dump_html.h"
+#include "dump/fusion_md.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
 #include "ir/parser.h"

@@ -2,9 +2,9 @@
 // copy, 790 bf16 TFLOP/s), and the calibration cache's JSON.
 #include <catch2/catch.hpp>
 
-#include "compiler/explain.h"
+#include "dump/explain.h"
 #include "ir/error.h"
-#include "runtime/calibrate.h"
+#include "runtime/measure/calibrate.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
-// The GEMM tuning cache (runtime/gemm_tuner.h) without a GPU: keys, the algo encoding, the JSON
-// document, and the gemm_algos.json file (round trips, atomic writes, corrupt files).
+// The GEMM tuning cache (runtime/gemm/gemm_tuner.h) without a GPU: keys, the algo encoding, the
+// JSON document, and the gemm_algos.json file (round trips, atomic writes, corrupt files).
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/gemm_tuner.h"
-#include "runtime/scoped_env.h"
+#include "runtime/gemm/gemm_tuner.h"
+#include "host/scoped_env.h"
 
 namespace fs = std::filesystem;
 using namespace mlpc;

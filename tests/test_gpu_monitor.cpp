@@ -5,7 +5,7 @@
 #include <chrono>
 #include <thread>
 
-#include "runtime/gpu_monitor.h"
+#include "runtime/measure/gpu_monitor.h"
 
 using namespace mlpc;
 using runtime::GpuSample;

@@ -1,4 +1,4 @@
-// The on-disk CUBIN cache (runtime/kernel_cache.h) and its use by compile(): keys, hits and
+// The on-disk CUBIN cache (runtime/jit/kernel_cache.h) and its use by compile(): keys, hits and
 // misses, corrupt entries, atomic stores, and a cache that cannot be written. CPU only: NVRTC
 // needs no GPU.
 #include <stdlib.h>
@@ -22,12 +22,12 @@
 #include "compiler/compile.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
-#include "runtime/cache_dir.h"
-#include "runtime/cached_compiler.h"
-#include "runtime/kernel_builds.h"
-#include "runtime/kernel_cache.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/scoped_env.h"
+#include "host/cache_dir.h"
+#include "runtime/jit/cached_compiler.h"
+#include "runtime/jit/kernel_builds.h"
+#include "runtime/jit/kernel_cache.h"
+#include "runtime/jit/nvrtc_compiler.h"
+#include "host/scoped_env.h"
 
 namespace fs = std::filesystem;
 using namespace mlpc;

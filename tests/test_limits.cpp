@@ -10,7 +10,7 @@
 #include "compiler/compile.h"
 #include "ir/parser.h"
 #include "passes/fuse_pointwise.h"
-#include "runtime/scoped_env.h"
+#include "host/scoped_env.h"
 
 using namespace mlpc;
 

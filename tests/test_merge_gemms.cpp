@@ -11,9 +11,9 @@
 #include "pass_test_util.h"
 #include "passes/merge_gemms.h"
 #include "passes/pipeline.h"
-#include "runtime/device.h"
-#include "runtime/random_init.h"
-#include "runtime/reference.h"
+#include "runtime/device/device.h"
+#include "host/random_init.h"
+#include "runtime/reference/reference.h"
 
 using mlpc::test::after;
 using mlpc::test::dedent;

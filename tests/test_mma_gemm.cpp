@@ -8,12 +8,12 @@
 #include "codegen/plan_builder.h"
 #include "compiler/compile.h"
 #include "compiler/gemm_decisions.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
-#include "runtime/device.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/nvrtc_compiler.h"
 #include "gemm_test_util.h"
 
 using namespace mlpc;

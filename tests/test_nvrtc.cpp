@@ -7,11 +7,11 @@
 #include <optional>
 #include <string>
 
-#include "runtime/cached_compiler.h"
-#include "runtime/cuda_check.h"
-#include "runtime/device.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/scoped_env.h"
+#include "runtime/jit/cached_compiler.h"
+#include "runtime/device/cuda_check.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/nvrtc_compiler.h"
+#include "host/scoped_env.h"
 
 using namespace mlpc::runtime;
 using Catch::Matchers::Contains;
@@ -122,6 +122,10 @@ TEST_CASE("check macros name the call, the status and the place", "[nvrtc]") {
                     StartsWith("NVRTC call `NVRTC_ERROR_INVALID_INPUT` failed: "
                                "NVRTC_ERROR_INVALID_INPUT at tests/test_nvrtc.cpp:"));
   CHECK_NOTHROW([] { MLPC_CUDA(cudaSuccess); }());
+  // A file in a subfolder is named from the tree's root, as its #include names it.
+  const std::string_view self = __FILE__;
+  const std::string root(self.substr(0, self.size() - sizeof("tests/test_nvrtc.cpp") + 1));
+  CHECK(detail::short_file(root + "runtime/exec/executor.cpp") == "runtime/exec/executor.cpp");
 }
 
 TEST_CASE("without a driver the runtime says why there is no GPU", "[nvrtc]") {

@@ -9,9 +9,9 @@
 
 #include "compiler/check.h"
 #include "compiler/samples.h"
-#include "runtime/host_tensor.h"
-#include "runtime/reference.h"
-#include "runtime/random_init.h"
+#include "host/host_tensor.h"
+#include "runtime/reference/reference.h"
+#include "host/random_init.h"
 
 using namespace mlpc;
 using namespace mlpc::runtime;

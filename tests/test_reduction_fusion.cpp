@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "compiler/compile.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
 #include "pass_test_util.h"
 #include "passes/dce.h"

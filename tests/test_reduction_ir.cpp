@@ -2,7 +2,7 @@
 // gives the same graph, and every kind of bad input gets one clear line.
 #include <catch2/catch.hpp>
 
-#include "compiler/trace.h"
+#include "compiler/tracing.h"
 #include "ir/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"

@@ -9,8 +9,8 @@
 #include "compiler/check.h"
 #include "ir/parser.h"
 #include "passes/pipeline.h"
-#include "runtime/reference.h"
-#include "runtime/tolerance.h"
+#include "runtime/reference/reference.h"
+#include "runtime/reference/tolerance.h"
 
 using namespace mlpc;
 using runtime::HostTensor;

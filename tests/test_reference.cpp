@@ -4,10 +4,10 @@
 #include "compiler/check.h"
 #include "ir/parser.h"
 #include "passes/pipeline.h"
-#include "runtime/host_tensor.h"
-#include "runtime/random_init.h"
-#include "runtime/reference.h"
-#include "runtime/tolerance.h"
+#include "host/host_tensor.h"
+#include "host/random_init.h"
+#include "runtime/reference/reference.h"
+#include "runtime/reference/tolerance.h"
 
 using namespace mlpc;
 using runtime::HostTensor;

@@ -8,9 +8,9 @@
 
 #include "compiler/reference_progress.h"
 #include "ir/parser.h"
-#include "runtime/reference.h"
-#include "runtime/reference_gemm.h"
-#include "runtime/scoped_env.h"
+#include "runtime/reference/reference.h"
+#include "runtime/reference/reference_gemm.h"
+#include "host/scoped_env.h"
 
 using namespace mlpc;
 

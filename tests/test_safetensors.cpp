@@ -11,7 +11,7 @@
 #include "io/safetensors.h"
 #include "ir/error.h"
 #include "ir/parser.h"
-#include "runtime/random_init.h"
+#include "host/random_init.h"
 #include "scratch_dir.h"
 
 using namespace mlpc;

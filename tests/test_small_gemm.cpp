@@ -9,9 +9,9 @@
 #include "codegen/mma_gemm_kernel.h"
 #include "codegen/small_gemm_kernel.h"
 #include "compiler/compile.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/jit/nvrtc_compiler.h"
 #include "gemm_test_util.h"
 
 using namespace mlpc;

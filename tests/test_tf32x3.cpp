@@ -14,13 +14,13 @@
 
 #include "codegen/tf32x3.h"
 #include "codegen/tf32x3_plan.h"
-#include "runtime/tolerance.h"
+#include "runtime/reference/tolerance.h"
 #include "compiler/compile.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
-#include "runtime/device.h"
-#include "runtime/nvrtc_compiler.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/nvrtc_compiler.h"
 #include "tf32x3_graphs.h"
 
 using namespace mlpc;

@@ -6,7 +6,7 @@
 #include <map>
 #include <limits>
 
-#include "compiler/trace_json.h"
+#include "dump/trace_json.h"
 #include "ir/error.h"
 
 namespace {

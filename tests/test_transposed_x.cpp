@@ -7,11 +7,11 @@
 
 #include "codegen/pointwise_kernel.h"
 #include "compiler/compile.h"
-#include "compiler/report.h"
+#include "dump/report.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
-#include "runtime/device.h"
-#include "runtime/kernel_builds.h"
+#include "runtime/device/device.h"
+#include "runtime/jit/kernel_builds.h"
 #include "transposed_x_graphs.h"
 
 using namespace mlpc;

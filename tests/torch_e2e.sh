@@ -2,7 +2,8 @@
 # End to end against PyTorch on the CPU: export the article's GeGLU MLP and GPT-2's MLP with
 # tools/export_torch.py, run them with `mlpc run --device cpu` (the fp64 reference) on the
 # exported input, and compare with PyTorch's own output (tools/compare_torch.py: mlpc's tolerance,
-# runtime/tolerance.h). Also checks that an unsupported module is refused with its ops named.
+# runtime/reference/tolerance.h). Also checks that an unsupported module is refused with its ops
+# named.
 # Usage: torch_e2e.sh MLPC_BINARY. Exit 77 (skipped) only when no python3 has torch.
 set -euo pipefail
 mlpc=$1

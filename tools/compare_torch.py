@@ -7,8 +7,8 @@
 
 Runs the module in PyTorch (--device cpu or cuda) in the dtype mlpc ran (default: the weights'),
 and in float64 on the CPU from the same rounded weights and input: the exact answer both are
-judged by. The tolerance is mlpc's own (runtime/tolerance.h), for the module's dtype, longest
-GEMM reduction K and longest op chain:
+judged by. The tolerance is mlpc's own (runtime/reference/tolerance.h), for the module's dtype,
+longest GEMM reduction K and longest op chain:
 
   |got - ref64| <= atol + rtol |ref64|,  rtol = max(torch.testing's rtol, depth u),
                                          atol = (8 u + 4 sqrt(K) 2^-24) rms(ref64)
@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_torch import TORCH_DTYPES, MLPC_DTYPES, load_module_class, trace  # noqa: E402
 from mlpc_files import read_npy, read_safetensors  # noqa: E402
 
-# torch.testing's default rtol and the unit roundoff u, per dtype (runtime/tolerance.cpp).
+# torch.testing's default rtol and the unit roundoff u, per dtype (runtime/reference/tolerance.cpp).
 RTOL_AND_U = {torch.float32: (1.3e-6, 2.0**-24), torch.float16: (1e-3, 2.0**-11),
               torch.bfloat16: (1.6e-2, 2.0**-8)}
 

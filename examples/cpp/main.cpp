@@ -12,7 +12,7 @@
 #include <string>
 
 #include "compiler/data_files.h"  // the files and seeded values of `mlpc run`
-#include "runtime/random_init.h"
+#include "host/random_init.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "runtime/cuda_check.h"
+#include "runtime/device/cuda_check.h"
 
 namespace mlpc::testing {
 namespace {

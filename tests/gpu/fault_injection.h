@@ -1,5 +1,5 @@
-// Test-only fault injection: a step observer (runtime/step_hooks.h) that makes one step of a plan
-// compute something wrong, through device copies around its launch: a quarter of a weight's K
+// Test-only fault injection: a step observer (runtime/exec/step_hooks.h) that makes one step of a
+// plan compute something wrong, through device copies around its launch: a quarter of a weight's K
 // zeroed (one K-chunk skipped), a bias zeroed, a residual zeroed, two operands swapped (gate and
 // up), or a kernel's output dropped. Every weight and operand is restored after the step, so the
 // next fault starts clean. Needs eager launches (no CUDA graph): the hooks run per launch.
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "codegen/plan.h"
-#include "runtime/executor.h"
-#include "runtime/step_hooks.h"
+#include "runtime/exec/executor.h"
+#include "runtime/exec/step_hooks.h"
 
 namespace mlpc::testing {
 

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 
 int main(int argc, char** argv) {
   if (auto why = mlpc::runtime::gpu_unavailable_reason()) {

@@ -16,7 +16,7 @@
 #include "compiler/check.h"
 #include "compiler/samples.h"
 #include "mlpc/mlpc.h"
-#include "runtime/host_tensor.h"
+#include "host/host_tensor.h"
 
 using namespace mlpc;
 

@@ -8,8 +8,8 @@
 
 #include <string>
 
-#include "runtime/executor.h"
-#include "runtime/gemm_lt.h"
+#include "runtime/exec/executor.h"
+#include "runtime/gemm/gemm_lt.h"
 
 using namespace mlpc;
 using Catch::Matchers::Contains;
@@ -50,7 +50,8 @@ TEST_CASE("bad input on the GPU: out of device memory", "[gpu][bad_input]") {
   runtime::Executor ex(wide_gemm_plan(int64_t{1} << 16), {}, {.tune_gemms = false});
   CHECK_THROWS_WITH(ex.bind_batch(int64_t{1} << 24),
                     StartsWith("CUDA call `cudaMalloc(&b->arena, total)` failed: "
-                               "cudaErrorMemoryAllocation (out of memory) at runtime/executor.cpp:"));
+                               "cudaErrorMemoryAllocation (out of memory) at "
+                               "runtime/exec/executor.cpp:"));
   // The failed allocation left nothing behind: no stale "last error" for the next launch's
   // check to report as its own (it failed the next test's first kernel), and a batch that fits
   // still binds.

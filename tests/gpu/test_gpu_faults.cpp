@@ -15,8 +15,8 @@
 #include "compiler/samples.h"
 #include "codegen/tf32x3_plan.h"
 #include "fault_injection.h"
-#include "runtime/executor.h"
-#include "runtime/step_hooks.h"
+#include "runtime/exec/executor.h"
+#include "runtime/exec/step_hooks.h"
 
 using namespace mlpc;
 

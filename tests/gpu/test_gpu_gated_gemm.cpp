@@ -16,7 +16,7 @@
 #include "compiler/retype.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 #include "check_on_gpu.h"
 
 using namespace mlpc;

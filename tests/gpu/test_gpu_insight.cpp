@@ -4,10 +4,10 @@
 
 #include <filesystem>
 
-#include "compiler/bench_explain.h"
-#include "compiler/gpu_trace.h"
+#include "dump/bench_explain.h"
+#include "dump/trace_recorder.h"
 #include "compiler/samples.h"
-#include "runtime/calibrate.h"
+#include "runtime/measure/calibrate.h"
 
 using namespace mlpc;
 

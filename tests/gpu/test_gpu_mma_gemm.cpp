@@ -9,7 +9,7 @@
 #include "compiler/gemm_decisions.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
-#include "runtime/device.h"
+#include "runtime/device/device.h"
 #include "check_on_gpu.h"
 
 using namespace mlpc;

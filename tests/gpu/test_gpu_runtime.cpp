@@ -16,13 +16,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/device.h"
-#include "runtime/executor.h"
-#include "runtime/gemm_tuner.h"
-#include "runtime/nvrtc_compiler.h"
-#include "runtime/random_init.h"
-#include "runtime/scoped_env.h"
-#include "runtime/timing.h"
+#include "runtime/device/device.h"
+#include "runtime/exec/executor.h"
+#include "runtime/gemm/gemm_tuner.h"
+#include "runtime/jit/nvrtc_compiler.h"
+#include "host/random_init.h"
+#include "host/scoped_env.h"
+#include "runtime/measure/timing.h"
 
 using namespace mlpc;
 using namespace mlpc::runtime;

@@ -9,7 +9,7 @@
 #include "compiler/gpu_session.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
-#include "runtime/executor.h"
+#include "runtime/exec/executor.h"
 #include "ir/parser.h"
 
 using namespace mlpc;
