@@ -205,7 +205,7 @@ void probe(const Shape& s, runtime::GemmBench& bench, int sms) {
   MLPC_CUDA(cudaMalloc(reinterpret_cast<void**>(&dy), size_t(s.rows) * s.n * 4));
   const double flops = 2.0 * s.rows * double(s.n) * s.k;
 
-  const double lt = bench.best_us(s.rows, s.n, s.k, ir::DType::F32, codegen::Epilogue::Bias);
+  const double lt = bench.best_us(s.rows, s.n, s.k, ir::DType::F32, {.bias = true});
   const bench::BuiltKernel gelu(gelu_source(), "gelu_f32", "sm_90");
   long long n4 = static_cast<long long>(s.rows) * s.n / 4;
   void* gelu_args[] = {&dy, &dy, &n4};

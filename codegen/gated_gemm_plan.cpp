@@ -61,7 +61,7 @@ struct Match {
   int64_t n = 0, k = 0;
 };
 
-bool plain(const GemmStep& s) { return s.epilogue == Epilogue::None && s.residual < 0; }
+bool plain(const GemmStep& s) { return s.epilogue.plain(); }
 
 std::optional<Match> match(const Plan& plan, const ir::Node& region,
                            size_t kernel_step, const std::map<int, size_t>& producer,

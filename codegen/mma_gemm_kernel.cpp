@@ -8,6 +8,7 @@
 #include "codegen/reduction_kernel.h"
 #include "ir/dtype.h"
 #include "ir/error.h"
+#include "passes/gemm_epilogue.h"
 
 namespace mlpc::codegen {
 namespace {
@@ -197,7 +198,8 @@ void set_mma_launch(KernelStep& step, int64_t n, int64_t k, bool gated) {
 }
 
 std::optional<KernelStep> generate_mma_gemm_kernel(const GemmStep& g) {
-  if (g.residual >= 0 || g.tf32x3 || g.accumulate || g.k_begin != 0 || g.row_stride != 0 ||
+  if (!passes::can_run(passes::GemmBackend::MmaGemm, g.epilogue) || g.tf32x3 || g.accumulate ||
+      g.k_begin != 0 || g.row_stride != 0 ||
       g.x_transposed || g.w_transposed || !mma_gemm_fits(g.dtype, g.n, g.k))
     return std::nullopt;
   Variant v;
@@ -206,10 +208,10 @@ std::optional<KernelStep> generate_mma_gemm_kernel(const GemmStep& g) {
   v.dtype = g.dtype;
   v.n = g.n;
   v.k = g.k;
-  v.bias = g.epilogue != Epilogue::None;
+  v.bias = g.epilogue.bias;
   std::string body = "  float v = s;\n";
   if (v.bias) body += "  v += mlpc_to_float(bias[col]);\n";
-  if (auto act = activation_of(g.epilogue)) {
+  if (auto act = g.epilogue.act) {
     ir::Node n;
     n.op = *act;
     body += fmt::format("  v = {};\n", cuda_expr(n, {"v"}));
@@ -227,7 +229,7 @@ std::optional<KernelStep> generate_mma_gemm_kernel(const GemmStep& g) {
   if (v.bias) k.inputs.push_back(g.bias);
   k.output = g.y;
   set_mma_launch(k, g.n, g.k, /*gated=*/false);
-  k.ops = {g.op};
+  k.ops = gemm_ops(g.epilogue);
   k.ir_nodes = g.ir_nodes;
   return k;
 }

@@ -1,6 +1,6 @@
 // A GEMM with few rows (decode sizes: 1 to a few hundred) on the tensor cores through warp-level
-// mma.sync (sm_80+), as one generated kernel: y[rows, n] = epilogue(x[rows, k] . w[n, k]^T), or,
-// gated, y = combine(x . wg^T, x . wu^T) (GeGLU's gelu_tanh(g) * u) with both products in
+// mma.sync (sm_80+), as one generated kernel: y[rows, n] = act(x[rows, k] . w[n, k]^T + bias),
+// or, gated, y = combine(x . wg^T, x . wu^T) (GeGLU's gelu_tanh(g) * u) with both products in
 // registers. fp32 accumulation, one rounding to the output dtype.
 //
 // Why: at 16 rows a GEMM is a read of its weights (the decode-size GeGLU's 14 MB, L2-resident
@@ -47,8 +47,8 @@ MmaGemmShape mma_gemm_shape(int64_t n, int64_t k, bool gated);
 bool mma_gemm_fits(ir::DType dtype, int64_t n, int64_t k);
 
 // The kernel for `g` (inputs x, w and the bias when its epilogue has one), or nullopt when it
-// cannot compute it: a residual through C, a 3xTF32 or K-chunk or transposed GEMM, an f32 GEMM,
-// or a shape mma_gemm_fits refuses.
+// cannot compute it: an epilogue passes/gemm_epilogue.h says it does not run, a 3xTF32 or
+// K-chunk or transposed GEMM, an f32 GEMM, or a shape mma_gemm_fits refuses.
 std::optional<KernelStep> generate_mma_gemm_kernel(const GemmStep& g);
 
 // The source of gated kernel `name`:

@@ -101,12 +101,12 @@ void drop_unused_buffers(Plan& plan) {
   plan.buffers = std::move(kept);
 }
 
-std::optional<ir::Op> activation_of(Epilogue e) {
-  switch (e) {
-    case Epilogue::ReluBias: return ir::Op::Relu;
-    case Epilogue::GeluTanhBias: return ir::Op::GeluTanh;
-    default: return std::nullopt;
-  }
+std::vector<std::string> gemm_ops(const ir::GemmEpilogue& e) {
+  std::vector<std::string> ops{"matmul"};
+  if (e.bias) ops.emplace_back("bias");
+  if (e.act) ops.emplace_back(ir::op_name(*e.act));
+  if (e.residual) ops.emplace_back("residual");
+  return ops;
 }
 
 LaunchDims launch_dims(const KernelStep& k, int64_t numel) {

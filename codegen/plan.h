@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "ir/op.h"
+#include "ir/graph.h"
 #include "ir/type.h"
 
 namespace mlpc::codegen {
@@ -48,21 +48,15 @@ struct Buffer {
   int64_t numel(int64_t batch) const { return type.shape.numel(batch); }
 };
 
-// What a cuBLASLt epilogue adds to x . w^T before the store (bias is a row vector [n]).
-enum class Epilogue { None, Bias, ReluBias, GeluTanhBias };
-// The activation an epilogue applies after the bias, as an IR op (for the CUDA expression of a
-// generated GEMM kernel's epilogue), or nullopt.
-std::optional<ir::Op> activation_of(Epilogue e);
-
-// y[rows, n] = epilogue(x[rows, k] . w[n, k]^T [+ residual]), row-major, fp32 accumulation;
-// rows = x's leading dims. A residual [rows, n] enters as cuBLASLt's C with beta = 1.
+// y[rows, n] = act(x[rows, k] . w[n, k]^T + bias) + residual (ir::GemmEpilogue), row-major,
+// fp32 accumulation; rows = x's leading dims. Which backends run which epilogue:
+// passes/gemm_epilogue.h (cuBLASLt takes a residual as its C, beta = 1).
 struct GemmStep {
   std::string name;  // stable: "gemm_<output value>"
   int x = -1, w = -1, y = -1;  // buffer indices
-  Epilogue epilogue = Epilogue::None;
+  ir::GemmEpilogue epilogue;  // its bias and residual are the buffers below
   int bias = -1;      // buffer index of the bias row vector, when the epilogue has one
-  int residual = -1;  // buffer index added through C (beta = 1), or -1
-  std::string op = "matmul";  // the IR op it computes, e.g. "matmul_bias_gelu_tanh"
+  int residual = -1;  // buffer index of the residual, when the epilogue has one
   int64_t n = 0, k = 0;
   ir::DType dtype = ir::DType::F32;
   std::vector<std::string> ir_nodes;  // value names it computes
@@ -148,6 +142,10 @@ struct KernelStep {
 };
 
 using Step = std::variant<GemmStep, KernelStep>;
+
+// What a GEMM with epilogue `e` computes, as a step's ops: "matmul", then "bias", the
+// activation and "residual" where it has them.
+std::vector<std::string> gemm_ops(const ir::GemmEpilogue& e);
 
 // Every buffer index a step names: what it reads first (a GEMM's x, w, bias, residual, -1 where
 // it has none; a kernel's inputs), what it writes last; an accumulating GEMM also reads y,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,25 +16,87 @@
 #include "codegen/mma_gemm_kernel.h"
 #include "codegen/small_gemm_kernel.h"
 #include "ir/error.h"
+#include "passes/gemm_epilogue.h"
 
 namespace mlpc::codegen {
 namespace {
 
-Epilogue epilogue_of(ir::Op op) {
-  switch (op) {
-    case ir::Op::MatMulBias: return Epilogue::Bias;
-    case ir::Op::MatMulBiasRelu: return Epilogue::ReluBias;
-    case ir::Op::MatMulBiasGeluTanh: return Epilogue::GeluTanhBias;
-    default: return Epilogue::None;  // plain, or a residual through C
-  }
-}
-
 // Why neither generated GEMM kernel can compute `s`: it stays a cuBLASLt call.
 std::string no_kernel_reason(const GemmStep& s) {
-  if (s.residual >= 0)
-    return fmt::format("cuBLASLt: its residual add ({}) is an epilogue only cuBLASLt runs", s.op);
+  if (std::string why = passes::cannot_run(passes::GemmBackend::SmallGemm, s.epilogue);
+      !why.empty())
+    return fmt::format("cuBLASLt: {} ({})", why, ir::epilogue_formula(s.epilogue));
   return fmt::format("cuBLASLt: no generated GEMM kernel takes {} x {} (N x K) in {}", s.n, s.k,
                      ir::dtype_name(s.dtype));
+}
+
+// A GEMM whose epilogue cuBLASLt cannot run (only written by hand: fuse_epilogue folds none):
+// one generated GEMM kernel where one takes it, else cuBLASLt as far as it goes (x . W^T, the
+// bias, the activation where it has it) into a buffer of its own and a pointwise kernel for the
+// rest of the epilogue. Either way the plan's choices say why.
+void add_beyond_cublaslt(Plan& plan, const ir::Graph& g, GemmStep s,
+                         std::set<std::string>& kernel_names) {
+  const std::string why = passes::cannot_run(passes::GemmBackend::CublasLt, s.epilogue);
+  std::optional<KernelStep> k = generate_small_gemm_kernel(s);
+  if (!k) k = generate_mma_gemm_kernel(s);
+  if (k) {
+    plan.choices.push_back({s.name, true, "generated kernel: " + why});
+    k->name = take_unique_name(kernel_names, k->name);
+    plan.steps.push_back(std::move(*k));
+    return;
+  }
+  const ir::GemmEpilogue e = s.epilogue;
+  ir::GemmEpilogue lt{.bias = e.bias, .act = e.act};
+  if (!passes::can_run(passes::GemmBackend::CublasLt, lt)) lt.act.reset();
+  const bool act_in_kernel = e.act && !lt.act;
+  const Buffer y = plan.buffers[static_cast<size_t>(s.y)];  // a copy: buffers grow below
+  std::set<std::string> buffer_names;
+  for (const Buffer& b : plan.buffers) buffer_names.insert(b.name);
+  Buffer t{take_unique_name(buffer_names, y.name + ".gemm"), y.type, BufferRole::Intermediate};
+  const int t_index = static_cast<int>(plan.buffers.size());
+  plan.buffers.push_back(t);
+  const int residual = s.residual, y_index = s.y;
+  const std::vector<std::string> ir_nodes = s.ir_nodes;
+  plan.choices.push_back({s.name, false,
+                          fmt::format("cuBLASLt ({}) and a pointwise kernel: {}",
+                                      ir::epilogue_formula(lt), why)});
+  s.epilogue = lt;
+  s.residual = -1;
+  s.y = t_index;
+  plan.steps.push_back(std::move(s));
+
+  // The rest, act(t) + residual, as a region over the GEMM's buffer (and the residual).
+  auto body = std::make_shared<ir::Graph>();
+  body->name = g.name;
+  body->batch_symbol = g.batch_symbol;
+  body->nodes.push_back({.op = ir::Op::Input, .name = t.name, .type = t.type});
+  ir::NodeId last{0};
+  std::string ops;
+  if (residual >= 0) {
+    const Buffer& r = plan.buffers[static_cast<size_t>(residual)];
+    body->nodes.push_back({.op = ir::Op::Input, .name = r.name, .type = r.type});
+  }
+  auto add = [&](ir::Node n) {
+    ops += (ops.empty() ? "" : "_") + std::string(ir::op_name(n.op));
+    body->nodes.push_back(std::move(n));
+    last = ir::NodeId{static_cast<uint32_t>(body->nodes.size() - 1)};
+  };
+  if (act_in_kernel)
+    add({.op = *e.act, .name = y.name + ".act", .type = y.type, .operands = {last}});
+  if (residual >= 0)
+    add({.op = ir::Op::Add, .name = y.name, .type = y.type, .operands = {last, ir::NodeId{1}}});
+  body->nodes.push_back({.op = ir::Op::Return, .operands = {last}});
+  const ir::Node region{.op = ir::Op::FusedPointwise,
+                        .name = y.name,
+                        .type = y.type,
+                        .symbol = take_unique_name(kernel_names, "mlpc_epilogue_" + ops),
+                        .body = body};
+  KernelStep pk = generate_pointwise_kernel(g, region);
+  pk.inputs = {t_index};
+  if (residual >= 0) pk.inputs.push_back(residual);
+  pk.output = y_index;
+  pk.ir_nodes = ir_nodes;
+  plan.steps.push_back(std::move(pk));
 }
 
 // Each GEMM step a generated kernel can compute becomes one where options say so (every one the
@@ -140,16 +203,11 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
         }
         break;
       }
-      case ir::Op::MatMul:
-      case ir::Op::MatMulBias:
-      case ir::Op::MatMulBiasRelu:
-      case ir::Op::MatMulBiasGeluTanh:
-      case ir::Op::MatMulResidual: {
+      case ir::Op::MatMul: {
         GemmStep s;
-        s.epilogue = epilogue_of(n.op);
-        s.op = std::string(ir::op_name(n.op));
-        if (n.operands.size() == 3)
-          (n.op == ir::Op::MatMulResidual ? s.residual : s.bias) = buf(n.operands[2]);
+        s.epilogue = n.epilogue;
+        if (n.epilogue.bias) s.bias = buf(n.operands[2]);
+        if (n.epilogue.residual) s.residual = buf(n.operands.back());
         s.name = "gemm_" + n.name;
         s.x = buf(n.operands[0]);
         s.w = buf(n.operands[1]);
@@ -158,6 +216,10 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
         s.k = g.node(n.operands[0]).type.shape.last();
         s.dtype = n.type.dtype;
         s.ir_nodes = {n.name};
+        if (!passes::can_run(passes::GemmBackend::CublasLt, s.epilogue)) {
+          add_beyond_cublaslt(plan, g, std::move(s), kernel_names);
+          break;
+        }
         plan.steps.push_back(std::move(s));  // a generated kernel instead: decided below
         break;
       }

@@ -1,7 +1,7 @@
 // A GEMM small enough that cuBLASLt's fixed cost dominates it (the article's nn.Linear, a small
 // fp32 MLP at batch 64: 7-9 µs a GEMM on the H200 for microseconds of work) as one generated
-// kernel: y[rows, n] = epilogue(x[rows, k] . w[n, k]^T), fp32 accumulation, the epilogue (bias,
-// relu, gelu_tanh) applied before the single rounding to the output dtype.
+// kernel: y[rows, n] = act(x[rows, k] . w[n, k]^T + bias), fp32 accumulation, the epilogue (bias,
+// any matmul activation) applied before the single rounding to the output dtype.
 //
 // Shape: a block of 256 threads computes 256 / P outputs of one row; P threads share each output,
 // each summing every P-th 16-byte chunk of the K-long dot product (the loads of a thread are
@@ -22,8 +22,8 @@ inline constexpr int kSmallGemmMaxParts = 8;    // threads sharing one output, a
 inline constexpr int kSmallGemmMinTile = kSmallGemmThreads / kSmallGemmMaxParts;  // 32 columns
 
 // The kernel for `g` (its buffers become the step's inputs: x, w and the bias when there is one),
-// or nullopt when this kernel cannot compute it: a residual through C, or n not a multiple of
-// kSmallGemmMinTile.
+// or nullopt when this kernel cannot compute it: an epilogue passes/gemm_epilogue.h says it does
+// not run, or n not a multiple of kSmallGemmMinTile.
 std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g);
 
 }  // namespace mlpc::codegen

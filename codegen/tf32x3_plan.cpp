@@ -69,13 +69,14 @@ std::vector<GemmStep> chunk_steps(const GemmStep& whole, int64_t chunk) {
     c.k_begin = 3 * chunk * j;
     c.row_stride = whole.stored_k();
     c.accumulate = j > 0;
-    if (j > 0) c.residual = -1;  // the residual enters once, with the first chunk
-    if (j + 1 < count) {  // the epilogue applies once, to the sum
-      c.epilogue = Epilogue::None;
+    if (j > 0) {  // the residual enters once, with the first chunk
+      c.residual = -1;
+      c.epilogue.residual = false;
+    }
+    if (j + 1 < count) {  // the bias and activation apply once, to the sum
+      c.epilogue.bias = false;
+      c.epilogue.act.reset();
       c.bias = -1;
-      c.op = c.residual >= 0 ? "matmul_residual" : "matmul";
-    } else if (const size_t at = c.op.find("_residual"); at != std::string::npos) {
-      c.op.erase(at, std::string_view("_residual").size());
     }
     out.push_back(std::move(c));
   }

@@ -62,20 +62,6 @@ passes::GemmMergeDecider merge_decider(MergeGemms mode, int64_t rows) {
   };
 }
 
-namespace {
-
-std::optional<codegen::Epilogue> epilogue_of(ir::Op op) {
-  switch (op) {
-    case ir::Op::MatMul: return codegen::Epilogue::None;
-    case ir::Op::MatMulBias: return codegen::Epilogue::Bias;
-    case ir::Op::MatMulBiasRelu: return codegen::Epilogue::ReluBias;
-    case ir::Op::MatMulBiasGeluTanh: return codegen::Epilogue::GeluTanhBias;
-    default: return std::nullopt;  // a residual through C: GemmBench does not time those
-  }
-}
-
-}  // namespace
-
 passes::EpilogueDecision decide_epilogue(double epilogue_us, double plain_us, double kernel_us,
                                          int64_t rows) {
   if (!(epilogue_us > 0 && plain_us > 0)) return {true, "could not time the GEMMs (the rule)"};
@@ -91,16 +77,16 @@ passes::EpilogueDecider epilogue_decider(bool measure, int64_t rows) {
   if (!measure || runtime::gpu_unavailable_reason()) return {};
   auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
   return [bench, rows](const passes::EpilogueCandidate& c) {
-    auto from = epilogue_of(c.from), to = epilogue_of(c.to);
-    if (!from || !to) return passes::EpilogueDecision{true, "the rule (residuals are not timed)"};
+    if (c.from.residual || c.to.residual)  // GemmBench times no residual
+      return passes::EpilogueDecision{true, "the rule (residuals are not timed)"};
     if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
     runtime::GemmBench& b = **bench;
     const double kernel =
         c.removes_kernel
             ? b.copy_us(rows * c.n * static_cast<int64_t>(ir::dtype_size(c.dtype)))
             : 0.0;
-    return decide_epilogue(b.best_us(rows, c.n, c.k, c.dtype, *to),
-                           b.best_us(rows, c.n, c.k, c.dtype, *from), kernel, rows);
+    return decide_epilogue(b.best_us(rows, c.n, c.k, c.dtype, c.to),
+                           b.best_us(rows, c.n, c.k, c.dtype, c.from), kernel, rows);
   };
 }
 

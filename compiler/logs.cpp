@@ -21,16 +21,6 @@ std::string prefixed(const char* topic, const std::string& text) {
   return out;
 }
 
-std::string_view epilogue_name(codegen::Epilogue e) {
-  switch (e) {
-    case codegen::Epilogue::None: return "none";
-    case codegen::Epilogue::Bias: return "bias";
-    case codegen::Epilogue::ReluBias: return "relu(bias)";
-    case codegen::Epilogue::GeluTanhBias: return "gelu_tanh(bias)";
-  }
-  return "?";
-}
-
 }  // namespace
 
 LogTopics parse_log_topics(const std::string& spec) {
@@ -78,12 +68,12 @@ std::string compile_log(const CompiledGraph& c, const LogTopics& topics) {
     for (const codegen::Step& s : p.steps) {
       if (const auto* g = std::get_if<codegen::GemmStep>(&s)) {
         out += prefixed("output_code",
-                        fmt::format("{}: cuBLASLt {} {} = {} . {}^T, epilogue {}{}", g->name, g->op,
+                        fmt::format("{}: cuBLASLt matmul {} = {} . {}^T, epilogue {}", g->name,
                                     ir::to_string(p.buffers[g->y].type),
                                     ir::to_string(p.buffers[g->x].type),
                                     ir::to_string(p.buffers[g->w].type),
-                                    epilogue_name(g->epilogue),
-                                    g->residual >= 0 ? ", residual through C" : ""));
+                                    g->epilogue.plain() ? std::string("none")
+                                                        : ir::epilogue_formula(g->epilogue)));
       } else {
         const auto& k = std::get<codegen::KernelStep>(s);
         out += prefixed("output_code", fmt::format("{}: generated CUDA C++\n{}", k.name, k.source));

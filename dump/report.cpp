@@ -43,7 +43,7 @@ void write_file(const fs::path& path, const std::string& text) {
 StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t batch) {
   StepFacts f;
   if (auto* g = std::get_if<GemmStep>(&s)) {
-    f = {g->name, "gemm", {g->op}, g->ir_nodes};
+    f = {g->name, "gemm", codegen::gemm_ops(g->epilogue), g->ir_nodes};
     if (g->tf32x3) f.ops.push_back("tf32x3");  // three TF32 products (codegen/tf32x3.h)
     if (g->accumulate) f.ops.push_back("accumulate");  // a K-chunk adding to y
     if (g->x_transposed) f.layout.push_back("x_transposed");  // codegen/transposed_x_plan.h

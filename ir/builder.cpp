@@ -31,7 +31,7 @@ NodeId Builder::add(Node node) {
     MLPC_ASSERT(o.index < g_.nodes.size(), "operand defined after its use");
     in.push_back(g_.node(o).type);
   }
-  Inferred r = infer_type(node.op, in, node.type, node.body.get());
+  Inferred r = infer_type(node.op, in, node.type, node.body.get(), node.epilogue);
   if (!r.error.empty()) {
     std::string operands;
     for (NodeId o : node.operands)
@@ -68,6 +68,14 @@ NodeId Builder::op(Op op, std::vector<NodeId> operands, std::string name, double
 
 NodeId Builder::cast(NodeId x, DType to, std::string name) {
   return add(Node{.op = Op::Cast, .name = std::move(name), .type = {to, {}}, .operands = {x}});
+}
+
+NodeId Builder::matmul(NodeId x, NodeId w, GemmEpilogue e, std::vector<NodeId> extra,
+                       std::string name) {
+  std::vector<NodeId> operands{x, w};
+  operands.insert(operands.end(), extra.begin(), extra.end());
+  return add(Node{.op = Op::MatMul, .name = std::move(name), .operands = std::move(operands),
+                  .epilogue = e});
 }
 
 void Builder::ret(std::vector<NodeId> outputs) {

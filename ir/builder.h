@@ -20,6 +20,9 @@ class Builder {
   // A pointwise or gemm op. An empty name picks a fresh numeric one.
   NodeId op(Op op, std::vector<NodeId> operands, std::string name = {}, double scalar = 0.0);
   NodeId cast(NodeId x, DType to, std::string name = {});
+  // x . W^T with epilogue `e`: `extra` holds its bias and then its residual, where it has them.
+  NodeId matmul(NodeId x, NodeId w, GemmEpilogue e = {}, std::vector<NodeId> extra = {},
+                std::string name = {});
   // Adds a node as given (used by passes that copy nodes); its type is re-inferred and checked.
   NodeId add(Node node);
   void ret(std::vector<NodeId> outputs);

@@ -12,6 +12,25 @@ std::vector<NodeId> ids_with_op(const Graph& g, Op op) {
 
 }  // namespace
 
+bool is_gemm_activation(Op op) {
+  switch (op) {
+    case Op::Relu:
+    case Op::Gelu:
+    case Op::GeluTanh:
+    case Op::Silu:
+    case Op::Sigmoid:
+    case Op::Tanh: return true;
+    default: return false;
+  }
+}
+
+std::string epilogue_formula(const GemmEpilogue& e) {
+  std::string s = e.bias ? "x.W^T + bias" : "x.W^T";
+  if (e.act) s = std::string(op_name(*e.act)) + "(" + s + ")";
+  if (e.residual) s += " + residual";
+  return s;
+}
+
 std::vector<NodeId> Graph::inputs() const { return ids_with_op(*this, Op::Input); }
 std::vector<NodeId> Graph::params() const { return ids_with_op(*this, Op::Param); }
 

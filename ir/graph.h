@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,24 @@ struct SourceLoc {
 
 class Graph;
 
+// What a matmul applies to its product before the store (ops.def):
+//   y = act(x . W^T + bias) + residual
+// with the bias a row vector [N] (operand 2 when present) and the residual [.., N] like y (the
+// last operand when present). Every other op has the plain (default) one.
+struct GemmEpilogue {
+  bool bias = false;
+  bool residual = false;
+  std::optional<Op> act;  // one of is_gemm_activation's ops
+  bool plain() const { return !bias && !residual && !act; }
+  bool operator==(const GemmEpilogue&) const = default;
+};
+
+// The unary pointwise ops a matmul's epilogue may apply: relu, gelu, gelu_tanh, silu, sigmoid,
+// tanh.
+bool is_gemm_activation(Op op);
+// The formula `e` computes, e.g. "relu(x.W^T + bias) + residual", for reports and logs.
+std::string epilogue_formula(const GemmEpilogue& e);
+
 struct Node {
   Op op = Op::Input;
   std::string name;  // SSA name without '%'; unique within its graph
@@ -36,6 +55,7 @@ struct Node {
   double scalar = 0.0;                // scale: the factor
   std::string symbol;                 // fused.pointwise: the kernel name
   std::shared_ptr<const Graph> body;  // fused.pointwise: the region
+  GemmEpilogue epilogue;              // matmul: what it applies before the store
   SourceLoc loc;
 };
 

@@ -25,8 +25,11 @@ const Shape* broadcast_shape(const Shape& a, const Shape& b) {
 }
 
 Inferred infer_type(Op op, std::span<const TensorType> in, const TensorType& declared,
-                    const Graph* body) {
+                    const Graph* body, const GemmEpilogue& epilogue) {
   auto fail = [](std::string msg) { return Inferred{{}, std::move(msg)}; };
+  if (op_kind(op) != OpKind::Gemm && !epilogue.plain())
+    return fail(fmt::format("'{}' has a GEMM epilogue (bias, residual or act): only matmul has "
+                            "one", op_name(op)));
   int arity = op_arity(op);
   if (arity >= 0 && static_cast<int>(in.size()) != arity)
     return fail(fmt::format("'{}' takes {} operand{}, got {}", op_name(op), arity,
@@ -66,6 +69,16 @@ Inferred infer_type(Op op, std::span<const TensorType> in, const TensorType& dec
         return fail("a param cannot have the symbolic batch dim");
       return {declared, {}};
     case OpKind::Gemm: {
+      const GemmEpilogue& e = epilogue;
+      const size_t want = 2 + (e.bias ? 1 : 0) + (e.residual ? 1 : 0);
+      if (in.size() != want)
+        return fail(fmt::format("'{}' {}takes {} operands (x, W{}{}), got {}", op_name(op),
+                                e.bias || e.residual ? "with this epilogue " : "", want,
+                                e.bias ? ", bias" : "", e.residual ? ", residual" : "",
+                                in.size()));
+      if (e.act && !is_gemm_activation(*e.act))
+        return fail(fmt::format("'{}' is not a matmul epilogue activation (relu, gelu, gelu_tanh, "
+                                "silu, sigmoid, tanh)", op_name(*e.act)));
       const TensorType& x = in[0];
       const TensorType& w = in[1];
       if (x.dtype != w.dtype)
@@ -79,15 +92,18 @@ Inferred infer_type(Op op, std::span<const TensorType> in, const TensorType& dec
                                 to_string(x.shape), to_string(w.shape)));
       Shape out = x.shape;
       out.dims.back() = w.shape.dims[0];
-      if (in.size() == 3) {  // the epilogue's operand: a bias row vector or a residual
-        const TensorType& e = in[2];
-        bool residual = op == Op::MatMulResidual;
-        Shape want = residual ? out : Shape{{out.dims.back()}};
-        if (e.dtype != x.dtype || !(e.shape == want))
-          return fail(fmt::format("{} operand of {} must be {}{}, got {}",
-                                  residual ? "residual" : "bias", op_name(op),
-                                  dtype_name(x.dtype), to_string(want), to_string(e)));
-      }
+      // The epilogue's operands: a bias row vector [N], then a residual shaped like y.
+      auto check = [&](const TensorType& t, bool residual) -> std::string {
+        Shape want_shape = residual ? out : Shape{{out.dims.back()}};
+        if (t.dtype == x.dtype && t.shape == want_shape) return {};
+        return fmt::format("{} operand of matmul must be {}{}, got {}",
+                           residual ? "residual" : "bias", dtype_name(x.dtype),
+                           to_string(want_shape), to_string(t));
+      };
+      if (e.bias)
+        if (std::string why = check(in[2], false); !why.empty()) return fail(why);
+      if (e.residual)
+        if (std::string why = check(in.back(), true); !why.empty()) return fail(why);
       return {{x.dtype, out}, {}};
     }
     case OpKind::Pointwise: {

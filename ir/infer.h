@@ -16,9 +16,9 @@ struct Inferred {
 
 // `declared` is the type written in the text or passed to the builder; it supplies what the op
 // cannot infer (the type of input/param, the target dtype of cast). `body` is the region of a
-// fused.pointwise node.
+// fused.pointwise node; `epilogue` that of a matmul, which says which operands follow x and W.
 Inferred infer_type(Op op, std::span<const TensorType> operands, const TensorType& declared,
-                    const Graph* body = nullptr);
+                    const Graph* body = nullptr, const GemmEpilogue& epilogue = {});
 
 // Binary pointwise broadcasting: equal shapes, or one side is a row vector [N] matching the
 // other's last dim. Returns the result shape, or nullptr when they do not broadcast.

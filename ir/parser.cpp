@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "ir/builder.h"
@@ -23,6 +24,26 @@ constexpr size_t kMaxInputBytes = size_t{64} << 20;
 constexpr size_t kMaxNodes = 1'000'000;
 
 std::string loc_str(SourceLoc l) { return fmt::format("{}:{}", l.line, l.col); }
+
+// The GEMM ops that named their epilogue before matmul carried it: still read (existing files,
+// the fuzz corpus), as the matmul they meant, with their operands x, W and then the bias or the
+// residual.
+struct OldGemm {
+  std::string_view name;
+  GemmEpilogue epilogue;
+};
+const OldGemm kOldGemms[] = {
+    {"matmul_bias", {.bias = true}},
+    {"matmul_bias_relu", {.bias = true, .act = Op::Relu}},
+    {"matmul_bias_gelu_tanh", {.bias = true, .act = Op::GeluTanh}},
+    {"matmul_residual", {.residual = true}},
+};
+
+const OldGemm* old_gemm(std::string_view name) {
+  for (const OldGemm& o : kOldGemms)
+    if (o.name == name) return &o;
+  return nullptr;
+}
 
 // A function body or a region: its own builder and names (regions are isolated from above).
 // Names are views into the text, which outlives the parse.
@@ -68,6 +89,7 @@ class Parser {
   int64_t dim();
   Operand value(const Scope& s);
   std::vector<Operand> values(const Scope& s);
+  std::vector<Operand> matmul_operands(const Scope& s, GemmEpilogue& e);
   NodeId add(Scope& s, Node n, SourceLoc op_loc);
   void define(Scope& s, const Token& name, NodeId id);
   void check_fresh(const Scope& s, const Token& name) const;
@@ -138,6 +160,44 @@ std::vector<Operand> Parser::values(const Scope& s) {
   return out;
 }
 
+// `%x, %w` and the epilogue's attributes, each at most once and in any order:
+// `, bias %b`, `, act relu`, `, residual %r`. Returns x, W, then the bias and the residual.
+std::vector<Operand> Parser::matmul_operands(const Scope& s, GemmEpilogue& e) {
+  std::vector<Operand> out{value(s)};
+  expect(Tok::Comma, "','");
+  out.push_back(value(s));
+  std::optional<Operand> bias, residual;
+  while (accept(Tok::Comma)) {
+    Token kw = expect(Tok::Ident, "a matmul epilogue attribute (bias %b, act OP or residual %r)");
+    auto once = [&](bool seen) {
+      if (seen) fail(kw.loc, fmt::format("matmul has '{}' twice", kw.text));
+    };
+    if (kw.text == "bias") {
+      once(e.bias);
+      e.bias = true;
+      bias = value(s);
+    } else if (kw.text == "residual") {
+      once(e.residual);
+      e.residual = true;
+      residual = value(s);
+    } else if (kw.text == "act") {
+      once(e.act.has_value());
+      Token a = expect(Tok::Ident, "an activation (relu, gelu, gelu_tanh, silu, sigmoid, tanh)");
+      auto act = parse_op(a.text);
+      if (!act || !is_gemm_activation(*act))
+        fail(a.loc, fmt::format("'{}' is not a matmul epilogue activation (relu, gelu, "
+                                "gelu_tanh, silu, sigmoid, tanh)", a.text));
+      e.act = act;
+    } else {
+      fail(kw.loc, fmt::format("unknown matmul attribute {} (expected bias, act or residual)",
+                               describe(kw)));
+    }
+  }
+  if (bias) out.push_back(*bias);
+  if (residual) out.push_back(*residual);
+  return out;
+}
+
 NodeId Parser::add(Scope& s, Node n, SourceLoc op_loc) {
   if (++num_nodes_ > kMaxNodes)
     fail(n.loc, fmt::format("too many nodes (the limit is {})", kMaxNodes));
@@ -196,6 +256,8 @@ void Parser::statement(Scope& s, bool in_region) {
   expect(Tok::Equal, "'='");
   Token op_tok = expect(Tok::Ident, "an op name");
   auto op = parse_op(op_tok.text);
+  const OldGemm* old = old_gemm(op_tok.text);
+  if (old) op = Op::MatMul;
   if (!op) fail(op_tok.loc, fmt::format("unknown op '{}'", op_tok.text));
   if (*op == Op::Input || *op == Op::Return)
     fail(op_tok.loc, *op == Op::Input ? "'input' is not a statement: inputs are function arguments"
@@ -230,6 +292,13 @@ void Parser::statement(Scope& s, bool in_region) {
       fail(num.loc, fmt::format("number {} is out of range", num.text));
     if (ec != std::errc() || end != num.text.data() + num.text.size())
       fail(num.loc, fmt::format("invalid number {}", describe(num)));
+  } else if (old) {
+    operands = values(s);
+    if (operands.size() != 3)
+      fail(op_tok.loc, fmt::format("'{}' takes 3 operands, got {}", old->name, operands.size()));
+    n.epilogue = old->epilogue;
+  } else if (*op == Op::MatMul) {
+    operands = matmul_operands(s, n.epilogue);
   } else if (*op != Op::Param) {
     operands = values(s);
   }

@@ -36,6 +36,7 @@ class Printer {
         case Op::AddScalar:
         case Op::RmsNorm:
         case Op::LayerNorm: out_ += fmt::format(" {}, {}", operands(g, n), n.scalar); break;
+        case Op::MatMul: out_ += " " + matmul(g, n); break;
         default: out_ += " " + operands(g, n); break;
       }
       out_ += " : " + type(n.type) + "\n";
@@ -45,6 +46,17 @@ class Printer {
   std::string operands(const Graph& g, const Node& n) const {
     std::string s;
     for (NodeId o : n.operands) s += fmt::format("{}%{}", s.empty() ? "" : ", ", g.node(o).name);
+    return s;
+  }
+
+  // `%x, %w`, then the epilogue in the order it applies: `, bias %b, act relu, residual %r`.
+  std::string matmul(const Graph& g, const Node& n) const {
+    const GemmEpilogue& e = n.epilogue;
+    auto name = [&](size_t i) { return "%" + g.node(n.operands.at(i)).name; };
+    std::string s = name(0) + ", " + name(1);
+    if (e.bias) s += ", bias " + name(2);
+    if (e.act) s += fmt::format(", act {}", op_name(*e.act));
+    if (e.residual) s += ", residual " + name(n.operands.size() - 1);
     return s;
   }
 

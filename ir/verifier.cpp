@@ -110,7 +110,7 @@ class Verifier {
     if ((n.op == Op::RmsNorm || n.op == Op::LayerNorm) &&
         !(std::isfinite(n.scalar) && n.scalar >= 0))
       fail(fmt::format("eps must be finite and >= 0, got {}", n.scalar));
-    Inferred r = infer_type(n.op, in, n.type, n.body.get());
+    Inferred r = infer_type(n.op, in, n.type, n.body.get(), n.epilogue);
     if (!r.error.empty()) fail(r.error);
     if (n.op == Op::Slice && region && g.node(n.operands[0]).op != Op::Input)
       fail(fmt::format("slice of %{}, which the region computes: in a region a slice reads "

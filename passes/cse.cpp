@@ -19,9 +19,11 @@ bool cse(ir::Graph& g) {
       r.copy(n);
       continue;
     }
-    // Types are part of the key: cast to different dtypes must stay apart.
-    std::string key = fmt::format("{}|{}|{}|{}", ir::op_name(n.op), n.scalar,
-                                  ir::dtype_name(n.type.dtype), n.operands.size());
+    // Types are part of the key: cast to different dtypes must stay apart. So is a matmul's
+    // epilogue: its operands alone do not say which is the bias and which the residual.
+    std::string key = fmt::format("{}|{}|{}|{}|{}", ir::op_name(n.op), n.scalar,
+                                  ir::dtype_name(n.type.dtype), n.operands.size(),
+                                  ir::epilogue_formula(n.epilogue));
     for (ir::NodeId o : n.operands) key += fmt::format("|{}", r.mapped(o).index);
     auto [it, inserted] = seen.emplace(key, ir::NodeId{});
     if (inserted) {

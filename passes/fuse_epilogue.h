@@ -1,9 +1,14 @@
-// GEMM epilogue fusion: folds what cuBLASLt can apply before its store into the GEMM itself.
-//   matmul + row-vector add        -> matmul_bias
-//   matmul_bias + relu / gelu_tanh -> matmul_bias_relu / matmul_bias_gelu_tanh
-//   matmul + full-size add         -> matmul_residual (the addend enters as C, beta = 1)
-// Only a GEMM result with a single user is folded (otherwise the plain product is still needed).
-// Exact GELU (erf) never rides the epilogue: cuBLASLt's GELU is the tanh approximation.
+// GEMM epilogue fusion: folds the pointwise ops a matmul's epilogue expresses,
+// y = act(x . W^T + bias) + residual (ir::GemmEpilogue), into the matmul itself:
+//   + row-vector add -> bias      (before any activation)
+//   activation       -> act       (before any residual)
+//   + full-size add  -> residual
+// one consumer a round, so a chain folds over several rounds, bias or not. Only a GEMM result
+// with a single user is folded (otherwise the plain product is still needed), and only into an
+// epilogue cuBLASLt runs (passes/gemm_epilogue.h), as any GEMM may end up there: no exact GELU
+// (cuBLASLt's is the tanh approximation), no silu, no activation with a residual. An activation
+// followed by more pointwise work stays off a plain GEMM: it costs nothing in the fused kernel,
+// and merge_gemms and the gated GEMM kernels take only plain GEMMs (GeGLU's gate).
 // Decisions go to `report` with the GEMM's step name as the group.
 #pragma once
 
@@ -21,7 +26,7 @@ namespace mlpc::passes {
 // fused kernel that runs anyway.
 struct EpilogueCandidate {
   std::string gemm, consumer;  // value names
-  ir::Op from = ir::Op::MatMul, to = ir::Op::MatMul;
+  ir::GemmEpilogue from, to;
   int64_t n = 0, k = 0;
   ir::DType dtype = ir::DType::F32;
   bool removes_kernel = false;

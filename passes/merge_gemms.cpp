@@ -29,7 +29,7 @@ std::vector<std::vector<Sibling>> sibling_groups(const Graph& g) {
   std::map<uint32_t, std::vector<Sibling>> by_x;
   std::vector<uint32_t> order;  // x values, in order of their first sibling
   for (const Node& n : g.nodes) {
-    if (n.op != Op::MatMul) continue;
+    if (n.op != Op::MatMul || !n.epilogue.plain()) continue;
     const Node& w = g.node(n.operands[1]);
     if (w.op != Op::Param || stacked.count(n.operands[1].index)) continue;
     auto& group = by_x[n.operands[0].index];

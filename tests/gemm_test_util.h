@@ -8,17 +8,27 @@
 
 namespace mlpc::testing {
 
-// y[M, n] = epilogue(x[M, k] . w^T): buffers x 0, w 1, bias 2 (when the epilogue has one), y 3.
-inline codegen::GemmStep gemm_step(ir::DType dt, int64_t n, int64_t k, codegen::Epilogue e) {
+// The epilogues the GEMM tests name most (ir::GemmEpilogue).
+struct Epilogue {
+  static inline const ir::GemmEpilogue None{};
+  static inline const ir::GemmEpilogue Bias{.bias = true};
+  static inline const ir::GemmEpilogue Relu{.act = ir::Op::Relu};
+  static inline const ir::GemmEpilogue ReluBias{.bias = true, .act = ir::Op::Relu};
+  static inline const ir::GemmEpilogue GeluTanhBias{.bias = true, .act = ir::Op::GeluTanh};
+  static inline const ir::GemmEpilogue SiluBias{.bias = true, .act = ir::Op::Silu};
+};
+
+// y[M, n] = act(x[M, k] . w^T + bias): buffers x 0, w 1, bias 2 (when the epilogue has one), y 3.
+inline codegen::GemmStep gemm_step(ir::DType dt, int64_t n, int64_t k,
+                                   const ir::GemmEpilogue& e) {
   codegen::GemmStep g;
   g.name = "gemm_y";
   g.x = 0, g.w = 1, g.y = 3;
   g.epilogue = e;
-  if (e != codegen::Epilogue::None) g.bias = 2;
+  if (e.bias) g.bias = 2;
   g.n = n;
   g.k = k;
   g.dtype = dt;
-  g.op = "matmul";
   g.ir_nodes = {"y"};
   return g;
 }

@@ -55,7 +55,7 @@ void spit(const fs::path& p, const std::string& bytes) {
 }
 
 GemmKey blog_gemm() {
-  return {"sm_90", ir::DType::BF16, 8192, 3072, 768, codegen::Epilogue::GeluTanhBias, false,
+  return {"sm_90", ir::DType::BF16, 8192, 3072, 768, passes::LtEpilogue::GeluBias, false,
           "13.1.0"};
 }
 
@@ -90,9 +90,11 @@ TEST_CASE("GEMM tuning keys name every field", "[cache]") {
   vary([](GemmKey& k) { k.k = 3072; });
   vary([](GemmKey& k) { std::swap(k.n, k.k); });
   vary([](GemmKey& k) { std::swap(k.rows, k.n); });
-  vary([](GemmKey& k) { k.epilogue = codegen::Epilogue::None; });
-  vary([](GemmKey& k) { k.epilogue = codegen::Epilogue::Bias; });
-  vary([](GemmKey& k) { k.epilogue = codegen::Epilogue::ReluBias; });
+  vary([](GemmKey& k) { k.epilogue = passes::LtEpilogue::Default; });
+  vary([](GemmKey& k) { k.epilogue = passes::LtEpilogue::Bias; });
+  vary([](GemmKey& k) { k.epilogue = passes::LtEpilogue::Relu; });
+  vary([](GemmKey& k) { k.epilogue = passes::LtEpilogue::ReluBias; });
+  vary([](GemmKey& k) { k.epilogue = passes::LtEpilogue::Gelu; });
   vary([](GemmKey& k) { k.residual = true; });
   vary([](GemmKey& k) { k.cublaslt_version = "13.0.2"; });
   vary([](GemmKey& k) { k.x_transposed = true; });

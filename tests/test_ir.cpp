@@ -19,7 +19,7 @@ TEST_CASE("every op name parses back to its op", "[ir]") {
 }
 
 TEST_CASE("op arity and kind", "[ir]") {
-  CHECK(op_arity(Op::MatMul) == 2);
+  CHECK(op_arity(Op::MatMul) == -1);  // x, W, then its epilogue's bias and residual
   CHECK(op_kind(Op::MatMul) == OpKind::Gemm);
   CHECK(op_arity(Op::GeluTanh) == 1);
   CHECK(is_pointwise(Op::GeluTanh));

@@ -57,7 +57,7 @@ TEST_CASE("mma GEMM kernels: block shapes, launch grids and what they refuse", "
   CHECK(mma_gemm_shape(8192, 1024, false).n_tiles == 4);
   CHECK(mma_gemm_shape(14336, 4096, true).n_tiles == 2);
 
-  auto k = codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::BF16, 768, 3072, codegen::Epilogue::None));
+  auto k = codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::BF16, 768, 3072, {}));
   REQUIRE(k);
   CHECK(k->name == "mma_gemm_y");
   CHECK(k->inputs == std::vector<int>{0, 1});
@@ -79,7 +79,8 @@ TEST_CASE("mma GEMM kernels: block shapes, launch grids and what they refuse", "
   CHECK(codegen::launch_dims(*k, 1 * 768).grid == 96);
   CHECK(codegen::launch_dims(*k, 8192LL * 768).grid == 132 * 16);
 
-  auto linear = codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::F16, 64, 32, codegen::Epilogue::ReluBias));
+  auto linear = codegen::generate_mma_gemm_kernel(
+      gemm_step(ir::DType::F16, 64, 32, testing::Epilogue::ReluBias));
   REQUIRE(linear);
   CHECK(linear->inputs == std::vector<int>{0, 1, 2});
   CHECK(has(linear->source, ".f32.f16.f16.f32"));
@@ -90,12 +91,13 @@ TEST_CASE("mma GEMM kernels: block shapes, launch grids and what they refuse", "
   CHECK(codegen::launch_dims(*linear, 1024 * 64).block == 32);
 
   // Refused: f32 (no such MMA here), K not a multiple of 32, N not of 8, a residual through C.
-  using codegen::Epilogue;
+  using testing::Epilogue;
   CHECK_FALSE(codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::F32, 64, 32, Epilogue::None)));
   CHECK_FALSE(codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::BF16, 64, 48, Epilogue::None)));
   CHECK_FALSE(codegen::generate_mma_gemm_kernel(gemm_step(ir::DType::BF16, 36, 64, Epilogue::None)));
   codegen::GemmStep with_residual = gemm_step(ir::DType::BF16, 64, 64, Epilogue::None);
   with_residual.residual = 2;
+  with_residual.epilogue.residual = true;
   CHECK_FALSE(codegen::generate_mma_gemm_kernel(with_residual));
   CHECK_THROWS_WITH(codegen::generate_mma_gated_source("k", ir::DType::BF16, 64, 48, "", "return g;"),
                     Catch::Contains("k % 32 == 0"));
@@ -105,9 +107,11 @@ TEST_CASE("mma GEMM kernels: block shapes, launch grids and what they refuse", "
 }
 
 TEST_CASE("mma GEMM kernels compile with NVRTC in every dtype and epilogue", "[mma_gemm][nvrtc]") {
-  using codegen::Epilogue;
+  using testing::Epilogue;
   for (ir::DType dt : {ir::DType::F16, ir::DType::BF16})
-    for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::ReluBias, Epilogue::GeluTanhBias})
+    for (const ir::GemmEpilogue& e : {Epilogue::None, Epilogue::Bias, Epilogue::Relu,
+                                      Epilogue::ReluBias, Epilogue::GeluTanhBias,
+                                      Epilogue::SiluBias})
       for (auto [n, k] : {std::pair<int64_t, int64_t>{64, 32}, {768, 3072}, {3072, 768}}) {
         auto step = codegen::generate_mma_gemm_kernel(gemm_step(dt, n, k, e));
         REQUIRE(step);
@@ -204,7 +208,7 @@ TEST_CASE("gated deciders see the Hopper kernel, then the mma one, and the plan 
 TEST_CASE("small-GEMM deciders: the mma kernel is measured only up to 128 rows", "[mma_gemm]") {
   // Past both limits nothing is timed, and the record says why (no GPU needed to decide that).
   codegen::SmallGemmDecider d = small_gemm_decider(SmallGemms::Measure, 4096);
-  const codegen::GemmStep g = gemm_step(ir::DType::BF16, 768, 3072, codegen::Epilogue::None);
+  const codegen::GemmStep g = gemm_step(ir::DType::BF16, 768, 3072, {});
   std::vector<codegen::KernelStep> ks;
   ks.push_back(*codegen::generate_mma_gemm_kernel(g));
   codegen::KernelChoice c = d(codegen::Plan{}, g, ks);

@@ -252,7 +252,7 @@ TEST_CASE("ffn plans: one norm kernel before the GEMMs, every primitive eager",
   CHECK(norm.threads_per_row == 32);  // 768 bf16: a warp per row, 3 vectors of 8 per lane
   CHECK(norm.vec == 8);
   const auto& down = std::get<codegen::GemmStep>(o2.plan.steps[4]);
-  CHECK(down.op == "matmul_residual");
+  CHECK(down.epilogue == ir::GemmEpilogue{.residual = true});
   // Eager: rmsnorm's 9 primitives, 3 GEMMs, gelu_tanh, mul and the residual add.
   CompiledGraph eager = compile(make_sample("ffn"), {.fusion = false, .build_kernels = false});
   CHECK(eager.plan.launches() == 15);

@@ -27,7 +27,7 @@ bool has(const std::string& s, const std::string& what) {
 }  // namespace
 
 TEST_CASE("small GEMM kernels: taken for n a multiple of 32 without a residual", "[small_gemm]") {
-  using codegen::Epilogue;
+  using testing::Epilogue;
   auto k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::BF16, 64, 32, Epilogue::Bias));
   REQUIRE(k);
   CHECK(k->name == "gemm_y");
@@ -68,14 +68,17 @@ TEST_CASE("small GEMM kernels: taken for n a multiple of 32 without a residual",
   CHECK_FALSE(codegen::generate_small_gemm_kernel(gemm_step(ir::DType::F32, 100, 64, Epilogue::None)));
   codegen::GemmStep with_residual = gemm_step(ir::DType::F32, 64, 64, Epilogue::None);
   with_residual.residual = 2;
+  with_residual.epilogue.residual = true;
   CHECK_FALSE(codegen::generate_small_gemm_kernel(with_residual));
 }
 
 TEST_CASE("small GEMM kernels compile with NVRTC in every dtype and epilogue",
           "[small_gemm][nvrtc]") {
-  using codegen::Epilogue;
+  using testing::Epilogue;
   for (ir::DType dt : {ir::DType::F32, ir::DType::F16, ir::DType::BF16})
-    for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::ReluBias, Epilogue::GeluTanhBias})
+    for (const ir::GemmEpilogue& e : {Epilogue::None, Epilogue::Bias, Epilogue::Relu,
+                                      Epilogue::ReluBias, Epilogue::GeluTanhBias,
+                                      Epilogue::SiluBias})
       for (auto [n, k] : {std::pair<int64_t, int64_t>{64, 32}, {256, 256}, {32, 7}, {3072, 768}}) {
         auto step = codegen::generate_small_gemm_kernel(gemm_step(dt, n, k, e));
         REQUIRE(step);
@@ -95,7 +98,7 @@ TEST_CASE("plans with --small-gemms: each GEMM one generated kernel, named as th
   std::vector<StepFacts> facts = plan_facts(c.plan, 64);
   CHECK(facts[0].name == "gemm_h1");
   CHECK(facts[0].kind == "gemm");
-  CHECK(facts[0].ops == std::vector<std::string>{"matmul_bias_relu"});
+  CHECK(facts[0].ops == std::vector<std::string>{"matmul", "bias", "relu"});
   CHECK(facts[0].flops == 2.0 * 64 * 256 * 256);
   CHECK(facts[2].name == "gemm_fc3");
   for (const codegen::Step& s : c.plan.steps) CHECK(std::holds_alternative<codegen::KernelStep>(s));
@@ -136,7 +139,7 @@ TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, a
   CHECK(p.choices[2].step == "gemm_y");
   CHECK_FALSE(p.choices[2].taken);
   CHECK(p.choices[2].why ==
-        "cuBLASLt: its residual add (matmul_residual) is an epilogue only cuBLASLt runs");
+        "cuBLASLt: the generated GEMM kernels take no residual (x.W^T + residual)");
   CHECK(p.choices[0].step == "gemm_gate");
   CHECK(p.choices[0].taken);
   CHECK(p.choices[0].why == "choice 1");

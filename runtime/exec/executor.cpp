@@ -58,7 +58,9 @@ void check_plan(const codegen::Plan& plan) {
                   "GEMM " + g->name + ": buffer dtypes differ from the step's");
       MLPC_ASSERT(x.shape.rows(7) == y.shape.rows(7) && x.shape.rows(1) == y.shape.rows(1),
                   "GEMM " + g->name + ": x and y have different rows");
-      const bool wants_bias = g->epilogue != codegen::Epilogue::None;
+      const bool wants_bias = g->epilogue.bias;
+      MLPC_ASSERT(g->epilogue.residual == (g->residual != -1),
+                  "GEMM " + g->name + ": a residual buffer exactly when the epilogue has one");
       MLPC_ASSERT(wants_bias == valid(g->bias) && (g->bias == -1 || valid(g->bias)),
                   "GEMM " + g->name + ": a bias buffer exactly when the epilogue has a bias");
       if (wants_bias) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "passes/gemm_epilogue.h"
 #include "runtime/device/cuda_check.h"
 #include "runtime/gemm/gemm_tuner.h"
 
@@ -18,25 +19,37 @@ cudaDataType_t cuda_type(ir::DType t) {
   return CUDA_R_32F;
 }
 
-cublasLtEpilogue_t lt_epilogue(codegen::Epilogue e) {
+// The step's cuBLASLt epilogue (passes/gemm_epilogue.h says which exist); a step it cannot run
+// is a planning bug.
+passes::LtEpilogue lt_kind(const codegen::GemmStep& s) {
+  std::optional<passes::LtEpilogue> e = passes::cublaslt_epilogue(s.epilogue);
+  MLPC_ASSERT(e.has_value(), fmt::format("GEMM {}: cuBLASLt cannot run its epilogue {}: {}", s.name,
+                                         ir::epilogue_formula(s.epilogue),
+                                         passes::cannot_run(passes::GemmBackend::CublasLt,
+                                                            s.epilogue)));
+  return *e;
+}
+
+cublasLtEpilogue_t lt_epilogue(passes::LtEpilogue e) {
   switch (e) {
-    case codegen::Epilogue::None: return CUBLASLT_EPILOGUE_DEFAULT;
-    case codegen::Epilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
-    case codegen::Epilogue::ReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case passes::LtEpilogue::Default: return CUBLASLT_EPILOGUE_DEFAULT;
+    case passes::LtEpilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
+    case passes::LtEpilogue::Relu: return CUBLASLT_EPILOGUE_RELU;
+    case passes::LtEpilogue::ReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
     // cuBLASLt's GELU is the tanh approximation (design.md, Numerics): gelu_tanh only.
-    case codegen::Epilogue::GeluTanhBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case passes::LtEpilogue::Gelu: return CUBLASLT_EPILOGUE_GELU;
+    case passes::LtEpilogue::GeluBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
   }
   MLPC_ASSERT(false, "unknown epilogue");
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-bool has_bias(const codegen::GemmStep& s) { return s.epilogue != codegen::Epilogue::None; }
+bool has_bias(const codegen::GemmStep& s) { return s.epilogue.bias; }
 
 std::string describe(const codegen::GemmStep& s, int64_t rows) {
-  return fmt::format("GEMM {} ({}{}, rows={}, n={}, k={}, epilogue {}{}{}{})", s.name,
+  return fmt::format("GEMM {} ({}{}, rows={}, n={}, k={}, epilogue {}{}{})", s.name,
                      ir::dtype_name(s.dtype), s.tf32x3 ? " as 3xTF32" : "", rows, s.n, s.k,
-                     epilogue_name(s.epilogue), s.residual >= 0 ? ", residual" : "",
-                     s.accumulate ? ", adding to y" : "",
+                     ir::epilogue_formula(s.epilogue), s.accumulate ? ", adding to y" : "",
                      s.x_transposed ? (s.w_transposed ? ", x and w stored transposed"
                                                       : ", x stored transposed")
                                     : "");
@@ -102,7 +115,7 @@ GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) 
                 step.k,
                 rows,
                 static_cast<int>(step.dtype),
-                static_cast<int>(step.epilogue),
+                static_cast<int>(lt_kind(step)),
                 step.adds_c(),
                 step.tf32x3,
                 step.stored_row(),
@@ -136,7 +149,7 @@ GemmLt::Prepared& GemmLt::prepared(const codegen::GemmStep& step, int64_t rows) 
                                                sizeof(trans_a)));
     MLPC_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
                                                sizeof(trans_b)));
-    const auto epilogue = static_cast<uint32_t>(lt_epilogue(step.epilogue));
+    const auto epilogue = static_cast<uint32_t>(lt_epilogue(lt_kind(step)));
     MLPC_CUBLAS(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                sizeof(epilogue)));
     // The bias type is left at its default (-1): the D type for every kernel we use

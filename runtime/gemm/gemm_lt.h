@@ -1,9 +1,10 @@
-// cuBLASLt GEMMs for the Plan's GemmSteps: row-major y[rows, n] = epilogue(x[rows, k] . w[n, k]^T
-// [+ residual]) with fp32 accumulation (CUBLAS_COMPUTE_32F: IEEE fp32 for f32, never plain TF32;
-// a 3xTF32 step, whose operands are TF32 parts along 3k, CUBLAS_COMPUTE_32F_FAST_TF32), alpha 1,
-// beta 0 (1 with a residual, or when a K-chunk adds to y: C = D = y). One handle and one 32 MiB
-// workspace; descriptors and the algorithm are cached per GEMM key (rows, n, k, dtype, epilogue,
-// C or not, 3xTF32 or not, stored row length of x and w).
+// cuBLASLt GEMMs for the Plan's GemmSteps: row-major y[rows, n] =
+// act(x[rows, k] . w[n, k]^T + bias) [+ residual] with fp32 accumulation (CUBLAS_COMPUTE_32F:
+// IEEE fp32 for f32, never plain TF32; a 3xTF32 step, whose operands are TF32 parts along 3k,
+// CUBLAS_COMPUTE_32F_FAST_TF32), alpha 1, beta 0 (1 with a residual, or when a K-chunk adds to
+// y: C = D = y). One handle and one 32 MiB workspace; descriptors and the algorithm are cached
+// per GEMM key (rows, n, k, dtype, epilogue, C or not, 3xTF32 or not, stored row length of x
+// and w).
 //
 // Column-major view: cuBLASLt computes D[n, rows] = op(A)[n, k] . B[k, rows] with A = w read
 // transposed, B = x and D = y, so cuBLASLt's m is our n. Its bias epilogues add a vector of
@@ -11,7 +12,9 @@
 // columns: exactly our row vector b[n] added to every row of y. The bias is in the output dtype
 // (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE's default for non-IMMA, non-fp8 kernels is the D type).
 // The epilogue applies to alpha.AB + beta.C + bias, so with a residual r (C = r, beta = 1):
-//   y = act(x . w^T + r + b).
+//   y = act(x . w^T + r + b),
+// which is the IR's act(x . W^T + b) + r only without an activation: passes/gemm_epilogue.h
+// hands cuBLASLt a residual only then (and says which CUBLASLT_EPILOGUE_* each step uses).
 #pragma once
 
 #include <cublasLt.h>

@@ -68,20 +68,9 @@ std::optional<GemmAlgoRecord> record_from_json(const nlohmann::json& e) {
 
 // ---- keys and (de)serialization (no GPU) --------------------------------------------------------
 
-const char* epilogue_name(codegen::Epilogue e) {
-  switch (e) {
-    case codegen::Epilogue::None: return "none";
-    case codegen::Epilogue::Bias: return "bias";
-    case codegen::Epilogue::ReluBias: return "relu_bias";
-    case codegen::Epilogue::GeluTanhBias: return "gelu_bias";
-  }
-  MLPC_ASSERT(false, "unknown epilogue");
-  return "?";
-}
-
 std::string gemm_tuning_key(const GemmKey& k) {
   return fmt::format("{}|{}|{}x{}x{}|{}|res{}|cublasLt{}{}{}{}{}", k.arch, ir::dtype_name(k.dtype),
-                     k.rows, k.n, k.k, epilogue_name(k.epilogue), k.residual ? 1 : 0,
+                     k.rows, k.n, k.k, passes::lt_epilogue_name(k.epilogue), k.residual ? 1 : 0,
                      k.cublaslt_version, k.tf32x3 ? "|tf32x3" : "",
                      k.ld > 0 ? fmt::format("|ld{}", k.ld) : "", k.x_transposed ? "|xT" : "",
                      k.w_transposed ? "|wT" : "");
@@ -89,7 +78,9 @@ std::string gemm_tuning_key(const GemmKey& k) {
 
 std::string gemm_tuning_key(const codegen::GemmStep& step, int64_t rows, const std::string& arch,
                             const std::string& cublaslt_version) {
-  return gemm_tuning_key({arch, step.dtype, rows, step.n, step.k, step.epilogue,
+  const std::optional<passes::LtEpilogue> lt = passes::cublaslt_epilogue(step.epilogue);
+  MLPC_ASSERT(lt.has_value(), "GEMM " + step.name + ": cuBLASLt does not run its epilogue");
+  return gemm_tuning_key({arch, step.dtype, rows, step.n, step.k, *lt,
                           step.adds_c(), cublaslt_version, step.tf32x3, step.row_stride,
                           step.x_transposed, step.w_transposed});
 }

@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/plan.h"
+#include "passes/gemm_epilogue.h"
 
 namespace mlpc::runtime {
 
@@ -46,14 +47,11 @@ struct GemmChoice {
   bool from_cache = false;  // taken from gemm_algos.json instead of being timed now
 };
 
-// "none", "bias", "relu_bias", "gelu_bias": cuBLASLt's epilogue names, lower case.
-const char* epilogue_name(codegen::Epilogue e);
-
 struct GemmKey {
   std::string arch;  // "sm_90"
   ir::DType dtype = ir::DType::F32;
   int64_t rows = 0, n = 0, k = 0;
-  codegen::Epilogue epilogue = codegen::Epilogue::None;
+  passes::LtEpilogue epilogue = passes::LtEpilogue::Default;
   bool residual = false;
   std::string cublaslt_version;  // "13.1.0"
   bool tf32x3 = false;  // an f32 GEMM as three TF32 products (codegen/tf32x3.h)

@@ -74,7 +74,8 @@ GemmBench::GemmBench() {
 GemmBench::~GemmBench() = default;
 
 double GemmBench::best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
-                          codegen::Epilogue epilogue) {
+                          const ir::GemmEpilogue& epilogue) {
+  MLPC_ASSERT(!epilogue.residual, "GemmBench times no residual");
   codegen::GemmStep step;
   step.name = fmt::format("gemm_bench_{}x{}x{}", rows, n, k);
   step.epilogue = epilogue;
@@ -89,7 +90,7 @@ double GemmBench::best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
   ops.x = t.x.reserve(static_cast<size_t>(rows * k * size));
   ops.w = t.w.reserve(static_cast<size_t>(n * k * size));
   ops.y = t.y.reserve(static_cast<size_t>(rows * n * size));
-  if (epilogue != codegen::Epilogue::None) ops.bias = t.bias.reserve(static_cast<size_t>(n * size));
+  if (epilogue.bias) ops.bias = t.bias.reserve(static_cast<size_t>(n * size));
   fill_random(const_cast<void*>(ops.x), rows * k, dtype, 1.0, 1);
   fill_random(const_cast<void*>(ops.w), n * k, dtype, 1.0 / std::sqrt(static_cast<double>(k)), 2);
   if (ops.bias) fill_random(const_cast<void*>(ops.bias), n, dtype, 0.1, 3);

@@ -23,10 +23,11 @@ class GemmBench {
   GemmBench(const GemmBench&) = delete;
   GemmBench& operator=(const GemmBench&) = delete;
 
-  // Median µs of one launch of y[rows, n] = epilogue(x[rows, k] . w[n, k]^T) with the best of
-  // cuBLASLt's candidates (taken from the tuning cache when it holds the shape).
+  // Median µs of one launch of y[rows, n] = act(x[rows, k] . w[n, k]^T + bias) with the best of
+  // cuBLASLt's candidates (taken from the tuning cache when it holds the shape). The epilogue
+  // has no residual, and cuBLASLt runs it (passes/gemm_epilogue.h).
   double best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
-                 codegen::Epilogue epilogue = codegen::Epilogue::None);
+                 const ir::GemmEpilogue& epilogue = {});
   // Median µs of a device-to-device copy of `bytes`: the traffic of a pointwise kernel that
   // reads a tensor of that size once and writes it once.
   double copy_us(int64_t bytes);

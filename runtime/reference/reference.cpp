@@ -164,12 +164,19 @@ std::vector<HostTensor> evaluate(const ir::Graph& g, std::vector<HostTensor> bou
       }
       case ir::OpKind::Gemm: {
         out = matmul(operand(0), operand(1), n.type.dtype);
-        if (n.operands.size() == 3) {  // the epilogue, in fp64 like the rest
-          const HostTensor& e = operand(2);
+        // The epilogue, in fp64 like the rest: y = act(x . W^T + bias) + residual.
+        const ir::GemmEpilogue& e = n.epilogue;
+        if (!e.plain()) {
+          const HostTensor* bias = e.bias ? &operand(2) : nullptr;
+          const HostTensor* residual =
+              e.residual ? &operand(static_cast<int>(n.operands.size()) - 1) : nullptr;
+          ir::Node act;
+          if (e.act) act.op = *e.act;
           for_each_index(static_cast<int64_t>(out.data.size()), [&](int64_t i) {
-            double v = out.data[i] + at(e, i);
-            if (n.op == ir::Op::MatMulBiasRelu) v = v > 0 ? v : 0.0;
-            if (n.op == ir::Op::MatMulBiasGeluTanh) v = gelu_tanh(v);
+            double v = out.data[i];
+            if (bias) v += at(*bias, i);
+            if (e.act) v = apply_unary(act, v);
+            if (residual) v += residual->data[i];
             out.data[i] = v;
           });
         }
