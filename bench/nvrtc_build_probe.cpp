@@ -27,7 +27,9 @@ using namespace mlpc;
 
 const codegen::KernelStep& first_kernel(const codegen::Plan& plan, bool gated) {
   for (const codegen::Step& s : plan.steps)
-    if (const auto* k = std::get_if<codegen::KernelStep>(&s); k && k->gated == gated) return *k;
+    if (const auto* k = std::get_if<codegen::KernelStep>(&s);
+        k && (k->as<codegen::GatedGemm>() != nullptr) == gated)
+      return *k;
   throw Error(fmt::format("geglu's plan has no {} kernel", gated ? "gated" : "pointwise"));
 }
 

@@ -48,7 +48,8 @@ void probe(const bench::Shape& s, runtime::GemmBench&, int) {
   // time and output of one kernel variant
   auto run = [&](const codegen::KernelStep& k, std::vector<float>* out) {
     const bench::BuiltKernel built(k.source, k.name, arch);
-    const codegen::LaunchDims d = codegen::launch_dims(k, n);
+    const codegen::LaunchDims d =
+        codegen::launch_dims(std::get<codegen::Elementwise>(k.kind), k, n);
     void* args[] = {&x, &y, const_cast<long long*>(&n)};
     auto launch = [&] {
       MLPC_CUDA(cudaLaunchKernel(built.func(), dim3(d.grid), dim3(d.block), args, 0, nullptr));
@@ -77,7 +78,7 @@ void probe(const bench::Shape& s, runtime::GemmBench&, int) {
   for (const codegen::TransposeTile tile : tiles) {
     for (bool columns_first : {false, true}) {
       codegen::KernelStep k = codegen::generate_pointwise_kernel(
-          g, *region, {.transposed_store = true, .transposed_tile = tile});
+          g, *region, {.store = codegen::Store::Transposed, .transposed_tile = tile});
       if (columns_first) {
         const size_t at = k.source.find(row_order);
         MLPC_ASSERT(at != std::string::npos, "tile order not found in the kernel");

@@ -20,8 +20,8 @@ std::optional<ElementwiseProducer> elementwise_producer(const Plan& plan, const 
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const auto* k = std::get_if<KernelStep>(&plan.steps[i]);
     if (!k || k->output != x) continue;
-    const bool elementwise = k->threads_per_row == 0 && k->gemm_k == 0 && !k->gated &&
-                             !k->tf32x3_store && !k->transposed_store;
+    const auto* e = k->as<Elementwise>();
+    const bool elementwise = e && e->store == Store::RowMajor;
     const auto node = std::find_if(g.nodes.begin(), g.nodes.end(),
                                    [&](const ir::Node& n) { return n.name == xb.name; });
     if (elementwise && node != g.nodes.end() && node->op == ir::Op::FusedPointwise)

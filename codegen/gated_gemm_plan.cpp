@@ -67,7 +67,7 @@ std::optional<Match> match(const Plan& plan, const ir::Node& region,
                            size_t kernel_step, const std::map<int, size_t>& producer,
                            const std::map<int, int>& readers) {
   const auto& kernel = std::get<KernelStep>(plan.steps[kernel_step]);
-  if (kernel.threads_per_row > 0 || kernel.gemm_k > 0 || kernel.gated) return std::nullopt;
+  if (!kernel.as<Elementwise>()) return std::nullopt;
   const ir::Graph& body = *region.body;
   const std::vector<ir::NodeId> ins = body.inputs();
   const ir::DType dtype = region.type.dtype;
@@ -186,9 +186,7 @@ KernelStep gated_step(const Plan& plan, const ir::Node& region, const KernelStep
   k.inputs = {m.x, m.wg, m.wu};
   k.output = kernel.output;
   k.row_len = m.n;
-  k.gemm_k = m.k;
-  k.gated = true;
-  k.smem_bytes = gated_gemm_smem_bytes(config);
+  k.kind = GatedGemm{.k = m.k, .smem_bytes = gated_gemm_smem_bytes(config)};
   k.ops = {"matmul", "matmul"};
   for (const std::string& op : kernel.ops)
     if (op != "slice") k.ops.push_back(op);
@@ -206,8 +204,8 @@ std::optional<KernelStep> mma_gated_step(const KernelStep& hopper, const ir::Nod
              generate_mma_gated_source(k.name, region.type.dtype, m.n, m.k, c.helpers, c.body);
   k.inputs = hopper.inputs;
   k.output = hopper.output;
-  k.gated_mma = true;
-  set_mma_launch(k, m.n, m.k, /*gated=*/true);
+  k.row_len = m.n;
+  k.kind = GatedMmaGemm{mma_gemm_launch(m.n, m.k, /*gated=*/true)};
   k.ops = hopper.ops;
   k.ir_nodes = hopper.ir_nodes;
   return k;

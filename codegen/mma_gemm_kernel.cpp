@@ -187,14 +187,19 @@ bool mma_gemm_fits(ir::DType dtype, int64_t n, int64_t k) {
          n % 8 == 0 && k % kMmaChunkK == 0;
 }
 
-void set_mma_launch(KernelStep& step, int64_t n, int64_t k, bool gated) {
+MmaGemm mma_gemm_launch(int64_t n, int64_t k, bool gated) {
   const MmaGemmShape shape = mma_gemm_shape(n, k, gated);
-  step.row_len = n;
-  step.gemm_k = k;
-  step.tile_rows = kMmaTileRows;
-  step.out_row_len = shape.columns();
-  step.threads_per_row = shape.threads();
-  step.rows_per_block = 1;
+  return {.k = k, .tile_rows = kMmaTileRows, .tile_cols = shape.columns(),
+          .threads = shape.threads()};
+}
+
+LaunchDims launch_dims(const MmaGemm& m, const KernelStep& k, int64_t numel) {
+  constexpr int64_t kMaxTileGrid = kGpuSms * 16;  // beyond that, the kernel loops over tiles
+  const int64_t rows = numel / std::max<int64_t>(k.row_len, 1);
+  const int64_t tiles = (rows + m.tile_rows - 1) / m.tile_rows *
+                        (k.row_len / std::max<int64_t>(m.tile_cols, 1));
+  return {static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, kMaxTileGrid)),
+          static_cast<unsigned>(m.threads)};
 }
 
 std::optional<KernelStep> generate_mma_gemm_kernel(const GemmStep& g) {
@@ -228,7 +233,8 @@ std::optional<KernelStep> generate_mma_gemm_kernel(const GemmStep& g) {
   k.inputs = {g.x, g.w};
   if (v.bias) k.inputs.push_back(g.bias);
   k.output = g.y;
-  set_mma_launch(k, g.n, g.k, /*gated=*/false);
+  k.row_len = g.n;
+  k.kind = mma_gemm_launch(g.n, g.k, /*gated=*/false);
   k.ops = gemm_ops(g.epilogue);
   k.ir_nodes = g.ir_nodes;
   return k;

@@ -15,7 +15,7 @@
 // Every weight is read once per 16 rows; x once per block.
 //
 // Layout: x[rows, k], w (wg, wu)[n, k], y[rows, n] row-major; k % 32 == 0, n % 8 == 0; bf16 or
-// f16. Launched as a plain generated kernel (KernelStep::tile_rows, launch_dims): a block per
+// f16. Launched as a plain generated kernel (MmaGemm, launch_dims): a block per
 // output tile, grid-striding past the launch cap; rows past the end read as zeros, never stored.
 #pragma once
 
@@ -60,8 +60,10 @@ std::string generate_mma_gated_source(const std::string& name, ir::DType dtype, 
                                       int64_t k, const std::string& helpers,
                                       const std::string& combine);
 
-// The launch facts of an mma kernel over y[rows, n] (KernelStep fields: gemm_k, row_len,
-// tile_rows, out_row_len, threads_per_row).
-void set_mma_launch(KernelStep& step, int64_t n, int64_t k, bool gated);
+// The launch facts of an mma kernel over y[rows, n] (a gated one's become a GatedMmaGemm).
+MmaGemm mma_gemm_launch(int64_t n, int64_t k, bool gated);
+
+// A block per output tile of the output's `numel` elements; past a cap the kernel loops.
+LaunchDims launch_dims(const MmaGemm& m, const KernelStep& k, int64_t numel);
 
 }  // namespace mlpc::codegen

@@ -43,7 +43,7 @@ std::optional<std::string> layout_error(const Plan& plan) {
         if (transposed(b)) return "GEMM " + g->name + ": only x may be stored transposed";
     } else {
       const auto& k = std::get<KernelStep>(s);
-      if (k.transposed_store != transposed(k.output))
+      if ((k.store() == Store::Transposed) != transposed(k.output))
         return "kernel " + k.name + ": stores its output in another layout than planned";
       for (int i : k.inputs)
         if (transposed(i)) return "kernel " + k.name + ": reads a buffer stored transposed";
@@ -107,37 +107,6 @@ std::vector<std::string> gemm_ops(const ir::GemmEpilogue& e) {
   if (e.act) ops.emplace_back(ir::op_name(*e.act));
   if (e.residual) ops.emplace_back("residual");
   return ops;
-}
-
-LaunchDims launch_dims(const KernelStep& k, int64_t numel) {
-  if (k.tile_rows > 0) {  // a block per output tile; past kMaxTileGrid the kernel loops
-    constexpr int64_t kMaxTileGrid = kGpuSms * 16;
-    const int64_t rows = numel / std::max<int64_t>(k.row_len, 1);
-    const int64_t tiles = (rows + k.tile_rows - 1) / k.tile_rows *
-                          (k.row_len / std::max<int64_t>(k.out_row_len, 1));
-    return {static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, kMaxTileGrid)),
-            static_cast<unsigned>(k.threads_per_row)};
-  }
-  if (k.threads_per_row > 0) {
-    constexpr int64_t kMaxRowGrid = int64_t{1} << 30;  // beyond that, the kernel loops over rows
-    int64_t rows = numel / std::max<int64_t>(k.out_row_len, 1);
-    int64_t grid = std::clamp<int64_t>((rows + k.rows_per_block - 1) / k.rows_per_block, 1,
-                                       kMaxRowGrid);
-    return {static_cast<unsigned>(grid),
-            static_cast<unsigned>(k.threads_per_row * k.rows_per_block)};
-  }
-  constexpr int64_t kBlock = 256;
-  constexpr int64_t kMaxGrid = kGpuSms * 32;  // 32 blocks per SM on an H200; beyond that, loop
-  if (k.tf32x3_store) numel /= 3;  // threads cover the space, not its three parts
-  if (k.transposed_store) {  // a block per tile (codegen/pointwise_kernel.cpp)
-    const int64_t tile = int64_t{k.transpose_tile.rows} * k.transpose_tile.cols();
-    const int64_t tiles = (numel + tile - 1) / tile;
-    return {static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, kMaxGrid)),
-            static_cast<unsigned>(kBlock)};
-  }
-  int64_t work = (numel + k.vec - 1) / k.vec;
-  int64_t grid = std::clamp<int64_t>((work + kBlock - 1) / kBlock, 1, kMaxGrid);
-  return {static_cast<unsigned>(grid), static_cast<unsigned>(kBlock)};
 }
 
 }  // namespace mlpc::codegen

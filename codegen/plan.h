@@ -6,10 +6,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
+#include "codegen/kernel_kinds.h"
 #include "ir/graph.h"
+#include "ir/op.h"
 #include "ir/type.h"
 
 namespace mlpc::codegen {
@@ -35,7 +39,7 @@ struct Buffer {
   // set, never set itself.
   int transpose_of = -1;
   // Stored transposed, as [last dim, rows] (column-major): written by a kernel with
-  // transposed_store and read only by GEMMs with x_transposed (codegen/transposed_x_plan.h).
+  // Store::Transposed and read only by GEMMs with x_transposed (codegen/transposed_x_plan.h).
   bool transposed = false;
   // The param this one is derived from (split_of or transpose_of), or -1.
   int derived_from() const { return split_of >= 0 ? split_of : transpose_of; }
@@ -82,17 +86,11 @@ struct GemmStep {
   bool adds_c() const { return residual >= 0 || accumulate; }
 };
 
-// The tile a transposed-store kernel (256 threads) turns around in shared memory: `rows` of the
-// space x 32 * vec columns, read and written in vectors of `vec` elements (1 or 4; rows a
-// multiple of 8 and of vec, rows / vec dividing 32). kTransposeTile unless asked otherwise
-// (bench/transpose_store_probe measures them).
-struct TransposeTile {
-  int rows = 32, vec = 4;
-  int cols() const { return 32 * vec; }
-};
-inline constexpr TransposeTile kTransposeTile{32, 4};
+// How a generated kernel is launched: one of the kinds of codegen/kernel_kinds.h.
+using KernelKind =
+    std::variant<Elementwise, RowReduction, SimtGemm, MmaGemm, GatedMmaGemm, GatedGemm>;
 
-// One generated kernel. Its signature is
+// One generated kernel. Its signature (but for GatedGemm's) is
 //   extern "C" __global__ void NAME(const T0* in0, ..., const Tk* ink, T* out, long long n)
 // where n is the element count of the output; inputs are full-size or row vectors.
 struct KernelStep {
@@ -105,40 +103,40 @@ struct KernelStep {
   const std::string& cubin_symbol() const { return symbol.empty() ? name : symbol; }
   std::vector<int> inputs;  // buffer indices, in parameter order
   int output = -1;
-  int64_t row_len = 1;  // last dim of the iteration space
-  int vec = 1;          // elements per thread per iteration (16-byte accesses when > 1)
-  // Row kernels (codegen/reduction_kernel): threads_per_row threads (a warp or a whole block)
-  // share a row of row_len elements, rows_per_block rows to a block; the output has out_row_len
-  // elements per row (row_len, or 1 for a per-row result). 0: an elementwise grid-stride kernel.
-  int threads_per_row = 0;
-  int rows_per_block = 1;
-  int64_t out_row_len = 1;
-  // A GEMM as a kernel (codegen/small_gemm_kernel): y[rows, row_len] = x[rows, gemm_k] . w^T;
-  // inputs x, w (and the bias). 0 for every other kernel.
-  int64_t gemm_k = 0;
-  // A gated GEMM (codegen/gated_gemm_kernel.h): inputs x, wg, wu; y[rows, row_len] =
-  // combine(x . wg^T, x . wu^T) over K = gemm_k. Launched with TMA descriptors of its buffers,
-  // kGatedThreads threads, smem_bytes of dynamic shared memory and one block per SM at most;
-  // built for the arch-specific target (sm_90a).
-  bool gated = false;
-  int smem_bytes = 0;
-  // A GEMM on the tensor cores by mma.sync (codegen/mma_gemm_kernel.h): a block of
-  // threads_per_row threads per tile of tile_rows rows x out_row_len columns of y[rows, row_len]
-  // (launch_dims). gated_mma: a gated GEMM so (inputs x, wg, wu), launched like any generated
-  // kernel (no TMA). 0 / false for every other kernel.
-  int64_t tile_rows = 0;
-  bool gated_mma = false;
-  // The products it computes (a gated GEMM of either kernel computes two).
-  int gemm_products() const { return gated || gated_mma ? 2 : 1; }
-  // The output is a [rows, 3 * row_len] split buffer (codegen/tf32x3.h): the kernel's n counts
-  // its elements, three per element of the iteration space.
-  bool tf32x3_store = false;
-  // The output is stored transposed, [row_len, rows] (codegen/transposed_x_plan.h): the kernel
-  // walks tiles of transpose_tile of the space, turning each around in shared memory.
-  bool transposed_store = false;
-  TransposeTile transpose_tile;
+  int64_t row_len = 1;  // last dim of the iteration space (a GEMM's n)
+  int vec = 1;          // elements per thread per access (16-byte accesses when > 1)
+  KernelKind kind;      // what it is launched as
   std::vector<std::string> ops;       // IR op names it computes, in order
   std::vector<std::string> ir_nodes;  // IR value names it computes, in order
+
+  // The kind's facts (codegen/kernel_kinds.h), whatever the kind.
+  std::string_view kind_name() const {
+    return std::visit([](const auto& kd) { return kd.kName; }, kind);
+  }
+  // The GEMM products it computes (a gated GEMM of either kernel computes two), 0 for no GEMM.
+  int gemm_products() const {
+    return std::visit([](const auto& kd) { return kd.kProducts; }, kind);
+  }
+  // The K of its products, 0 for no GEMM.
+  int64_t product_k() const {
+    return std::visit(
+        [](const auto& kd) -> int64_t {
+          if constexpr (std::decay_t<decltype(kd)>::kProducts > 0) return kd.k;
+          else return 0;
+        },
+        kind);
+  }
+  bool arch_specific() const {
+    return std::visit([](const auto& kd) { return kd.kArchSpecific; }, kind);
+  }
+  // The kind if it is K, else nullptr.
+  template <class K>
+  const K* as() const { return std::get_if<K>(&kind); }
+  // How its output is laid out: a pointwise kernel's store, row-major for every other kind.
+  Store store() const {
+    const auto* e = as<Elementwise>();
+    return e ? e->store : Store::RowMajor;
+  }
 };
 
 using Step = std::variant<GemmStep, KernelStep>;
@@ -159,9 +157,9 @@ inline constexpr int64_t kGpuSms = 132;
 struct LaunchDims {
   unsigned grid = 1, block = 256;
 };
-// Grid-stride launch: enough blocks to cover `numel` once, capped so huge tensors loop. A row
-// kernel gets a block per rows_per_block rows of its output.
-LaunchDims launch_dims(const KernelStep& k, int64_t numel);
+// Each kind's grid and block for `numel` output elements are declared by its generator
+// (pointwise_kernel.h, reduction_kernel.h, small_gemm_kernel.h, mma_gemm_kernel.h; the gated
+// GEMM's in gated_gemm_kernel.h, launched with its TMA descriptors by the executor).
 
 // A choice made while building the plan, with its measured reason: whether a GEMM runs as a
 // generated kernel (codegen/plan_builder.h's SmallGemmDecider), two GEMMs and their gating

@@ -147,11 +147,20 @@ std::string region_structure(const ir::Graph& g, const ir::Node& fused) {
 void share_identical_kernels(Plan& plan, const std::map<std::string, std::string>& structure) {
   auto launch_key = [&](const KernelStep& k) -> std::optional<std::string> {
     auto it = structure.find(k.name);
-    if (it == structure.end() || k.gated || k.gated_mma || k.gemm_k || k.tf32x3_store ||
-        k.transposed_store)
-      return std::nullopt;
-    std::string key = fmt::format("{}|{} {} {} {} {}|", it->second, k.row_len, k.vec,
-                                  k.threads_per_row, k.rows_per_block, k.out_row_len);
+    // Only kernels of a region as generated: a pointwise kernel storing row-major, a row kernel.
+    const std::optional<std::string> launch = std::visit(
+        Overloaded{[](const Elementwise& e) -> std::optional<std::string> {
+                     if (e.store != Store::RowMajor) return std::nullopt;
+                     return "pointwise";
+                   },
+                   [](const RowReduction& r) -> std::optional<std::string> {
+                     return fmt::format("row {} {} {}", r.threads_per_row, r.rows_per_block,
+                                        r.out_row_len);
+                   },
+                   [](const auto&) -> std::optional<std::string> { return std::nullopt; }},
+        k.kind);
+    if (it == structure.end() || !launch) return std::nullopt;
+    std::string key = fmt::format("{}|{} {} {}|", it->second, k.row_len, k.vec, *launch);
     for (int b : k.inputs) key += ir::to_string(plan.buffers[b].type) + ";";
     return key + ir::to_string(plan.buffers[k.output].type);
   };

@@ -111,18 +111,17 @@ std::string element_body(const ir::Graph& body) {
 KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
                                      const PointwiseOptions& options) {
   MLPC_ASSERT(fused.op == ir::Op::FusedPointwise && fused.body, "not a fused.pointwise node");
-  const bool split = options.tf32x3_store;
+  const bool split = options.store == Store::Tf32x3Split;
   MLPC_ASSERT(!split || fused.type.dtype == ir::DType::F32,
               "TF32 parts of a non-f32 value %" + fused.name);
-  const bool transposed = options.transposed_store;
-  MLPC_ASSERT(!(split && transposed), "TF32 parts stored transposed: %" + fused.name);
+  const bool transposed = options.store == Store::Transposed;
   const ir::Graph& body = *fused.body;
   const ir::Shape& space = fused.type.shape;
   const std::string space_str = ir::to_string(fused.type, g.batch_symbol);
 
   KernelStep k;
   k.name = fused.symbol;
-  k.tf32x3_store = split;
+  if (split) k.kind = Elementwise{.store = Store::Tf32x3Split};
   k.row_len = space.last();
 
   // Operands: full tensors over the iteration space, row vectors indexed by column, or wider
@@ -249,8 +248,8 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
     src += transposed_store_loop(vec_loads,
                                  fmt::format("{}_element({})", k.name, fmt::join(lanes, ", ")),
                                  tile);
-    k.transposed_store = true;
-    k.transpose_tile = tile;  // the one it fell back to, where it did
+    // The tile it fell back to, where it did.
+    k.kind = Elementwise{.store = Store::Transposed, .transpose_tile = tile};
     k.source = std::move(src);
     return k;
   }
@@ -290,6 +289,21 @@ KernelStep generate_pointwise_kernel(const ir::Graph& g, const ir::Node& fused,
   }
   k.source = std::move(src);
   return k;
+}
+
+LaunchDims launch_dims(const Elementwise& e, const KernelStep& k, int64_t numel) {
+  constexpr int64_t kBlock = 256;
+  constexpr int64_t kMaxGrid = kGpuSms * 32;  // 32 blocks per SM; beyond that, the kernel loops
+  if (e.store == Store::Tf32x3Split) numel /= 3;  // threads cover the space, not its three parts
+  if (e.store == Store::Transposed) {  // a block per tile (transposed_store_loop)
+    const int64_t tile = int64_t{e.transpose_tile.rows} * e.transpose_tile.cols();
+    const int64_t tiles = (numel + tile - 1) / tile;
+    return {static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, kMaxGrid)),
+            static_cast<unsigned>(kBlock)};
+  }
+  int64_t work = (numel + k.vec - 1) / k.vec;
+  int64_t grid = std::clamp<int64_t>((work + kBlock - 1) / kBlock, 1, kMaxGrid);
+  return {static_cast<unsigned>(grid), static_cast<unsigned>(kBlock)};
 }
 
 }  // namespace mlpc::codegen

@@ -246,9 +246,10 @@ KernelStep RowKernel::run() {
   k.name = fused_.symbol;
   k.row_len = n_row;
   k.vec = vec_;
-  k.threads_per_row = shape_.threads_per_row;
-  k.rows_per_block = shape_.rows_per_block;
-  k.out_row_len = out_element ? n_row : 1;
+  const RowReduction launch{.threads_per_row = shape_.threads_per_row,
+                            .rows_per_block = shape_.rows_per_block,
+                            .out_row_len = out_element ? n_row : 1};
+  k.kind = launch;
 
   // Header: what this kernel fuses, in IR terms.
   bool block = shape_.threads_per_row > 32;
@@ -289,7 +290,8 @@ KernelStep RowKernel::run() {
       "  constexpr int kThreadsPerRow = {};\n  constexpr int kRowsPerBlock = {};\n"
       "  constexpr int kChunks = {};  // vectors per thread per row\n"
       "  const long long rows = n / {};\n",
-      n_row, vec_, shape_.threads_per_row, shape_.rows_per_block, shape_.chunks, k.out_row_len);
+      n_row, vec_, shape_.threads_per_row, shape_.rows_per_block, shape_.chunks,
+      launch.out_row_len);
   if (block)
     src_ += "  __shared__ float smem[kThreadsPerRow / 32];\n"
             "  const int lane = threadIdx.x;\n  const int slot = 0;\n";
@@ -431,6 +433,14 @@ std::string_view row_kernel_prelude() {
 KernelStep generate_reduction_kernel(const ir::Graph& g, const Node& fused) {
   MLPC_ASSERT(fused.op == ir::Op::FusedReduction && fused.body, "not a fused.reduction node");
   return RowKernel(g, fused).run();
+}
+
+LaunchDims launch_dims(const RowReduction& r, const KernelStep&, int64_t numel) {
+  constexpr int64_t kMaxRowGrid = int64_t{1} << 30;  // beyond that, the kernel loops over rows
+  const int64_t rows = numel / std::max<int64_t>(r.out_row_len, 1);
+  const int64_t grid =
+      std::clamp<int64_t>((rows + r.rows_per_block - 1) / r.rows_per_block, 1, kMaxRowGrid);
+  return {static_cast<unsigned>(grid), static_cast<unsigned>(r.threads_per_row * r.rows_per_block)};
 }
 
 }  // namespace mlpc::codegen

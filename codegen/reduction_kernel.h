@@ -12,9 +12,12 @@
 
 namespace mlpc::codegen {
 
-// Fills name, source, row_len, vec, threads_per_row, rows_per_block, out_row_len, ops and
-// ir_nodes of a KernelStep for `fused` in `g`.
+// Fills name, source, row_len, vec, kind (a RowReduction), ops and ir_nodes of a KernelStep for
+// `fused` in `g`.
 KernelStep generate_reduction_kernel(const ir::Graph& g, const ir::Node& fused);
+
+// A block per rows_per_block rows of the output's `numel` elements, capped so huge tensors loop.
+LaunchDims launch_dims(const RowReduction& r, const KernelStep& k, int64_t numel);
 
 // The launch shape chosen for rows of `row_len` elements read `vec` at a time.
 struct RowShape {

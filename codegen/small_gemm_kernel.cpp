@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/cuda_ops.h"
 #include "codegen/reduction_kernel.h"
 #include "ir/dtype.h"
@@ -32,10 +34,7 @@ std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g) {
   k.output = g.y;
   k.row_len = g.n;
   k.vec = static_cast<int>(vec);
-  k.threads_per_row = kSmallGemmThreads;
-  k.rows_per_block = 1;
-  k.out_row_len = tile;
-  k.gemm_k = g.k;
+  k.kind = SimtGemm{.k = g.k, .tile_cols = tile};
   k.ops = gemm_ops(g.epilogue);
   k.ir_nodes = g.ir_nodes;
 
@@ -104,6 +103,13 @@ extern "C" __global__ void __launch_bounds__({threads}) {name}(
       fmt::arg("bias_param", bias_param), fmt::arg("bias_load", bias_load),
       fmt::arg("epilogue", epilogue));
   return k;
+}
+
+LaunchDims launch_dims(const SimtGemm& s, const KernelStep&, int64_t numel) {
+  constexpr int64_t kMaxGrid = int64_t{1} << 30;  // beyond that, the kernel loops over tiles
+  const int64_t tiles = numel / std::max<int64_t>(s.tile_cols, 1);
+  return {static_cast<unsigned>(std::clamp<int64_t>(tiles, 1, kMaxGrid)),
+          static_cast<unsigned>(kSmallGemmThreads)};
 }
 
 }  // namespace mlpc::codegen

@@ -8,7 +8,7 @@
 // independent, so a row costs about one L2 round trip), then log2(P) shuffles combine them.
 // P is 8, or fewer when K has fewer chunks than that (the article's Linear: K = 32 bf16 is 4
 // chunks, so P = 4 and no thread idles). The grid is one block per (row, 256 / P columns):
-// launched like a row kernel whose "rows" are those column tiles (KernelStep::out_row_len).
+// launched like a row kernel whose "rows" are those column tiles (SimtGemm::tile_cols).
 #pragma once
 
 #include <optional>
@@ -25,5 +25,8 @@ inline constexpr int kSmallGemmMinTile = kSmallGemmThreads / kSmallGemmMaxParts;
 // or nullopt when this kernel cannot compute it: an epilogue passes/gemm_epilogue.h says it does
 // not run, or n not a multiple of kSmallGemmMinTile.
 std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g);
+
+// A block per tile of tile_cols columns of a row of the output's `numel` elements.
+LaunchDims launch_dims(const SimtGemm& s, const KernelStep& k, int64_t numel);
 
 }  // namespace mlpc::codegen

@@ -48,7 +48,7 @@ KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3, int
       .symbol = take_unique_name(symbols, "split_tf32x3_" + c_identifier_chars(xb.name)),
       .body = body};
   KernelStep k =
-      generate_pointwise_kernel(g, region, {.tf32x3_store = true, .tf32x3_chunk = chunk});
+      generate_pointwise_kernel(g, region, {.store = Store::Tf32x3Split, .tf32x3_chunk = chunk});
   k.ops = {"split_tf32x3"};
   k.inputs = {x};
   k.output = x3;
@@ -120,7 +120,8 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
                                    .split_chunk = chunk});
       if (auto p = elementwise_producer(plan, g, gemm->x)) {
         auto& old = std::get<KernelStep>(trial.steps[p->step]);
-        KernelStep k = regenerated(plan, g, *p, {.tf32x3_store = true, .tf32x3_chunk = chunk});
+        KernelStep k =
+            regenerated(plan, g, *p, {.store = Store::Tf32x3Split, .tf32x3_chunk = chunk});
         k.output = split.x;
         replaced.insert(replaced.begin(), old);
         rewritten.push_back(k);

@@ -51,7 +51,7 @@ void apply_transposed_x(Plan& plan, const ir::Graph& g, const TransposedXDecider
     const auto producer = elementwise_producer(plan, g, gemm->x);
     if (!producer) continue;
     Plan trial = plan;
-    const KernelStep k = regenerated(plan, g, *producer, {.transposed_store = true});
+    const KernelStep k = regenerated(plan, g, *producer, {.store = Store::Transposed});
     const std::vector<Step> replaced{plan.steps[producer->step], *gemm};
     trial.steps[producer->step] = k;
     auto& new_gemm = std::get<GemmStep>(trial.steps[i]);

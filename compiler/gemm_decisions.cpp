@@ -213,7 +213,7 @@ namespace {
 
 // What a generated GEMM kernel is, for a decision's record.
 std::string kernel_kind(const codegen::KernelStep& k) {
-  return k.tile_rows > 0 ? "tensor-core mma kernel" : "CUDA-core kernel";
+  return k.as<codegen::MmaGemm>() ? "tensor-core mma kernel" : "CUDA-core kernel";
 }
 
 // The fastest of `kernels` timed (us[i] > 0), or nullopt.
@@ -246,7 +246,7 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
     return [](const codegen::Plan&, const codegen::GemmStep&,
               const std::vector<codegen::KernelStep>& kernels) {
       for (size_t i = 0; i < kernels.size(); ++i)
-        if (kernels[i].tile_rows > 0)
+        if (kernels[i].as<codegen::MmaGemm>())
           return codegen::KernelChoice{true, "tensor-core mma kernel (--small-gemms mma)", i};
       return codegen::KernelChoice{false, "cuBLASLt: the mma kernel cannot compute it"};
     };
@@ -259,7 +259,7 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
     std::vector<size_t> apply;
     for (size_t i = 0; i < kernels.size(); ++i)
       if (small_gemm_candidate_timed(kernels[i], g, rows) &&
-          (kernels[i].tile_rows == 0 || !gpu || mma_gemms_run_on(runtime::device_arch())))
+          (!kernels[i].as<codegen::MmaGemm>() || !gpu || mma_gemms_run_on(runtime::device_arch())))
         apply.push_back(i);
     if (apply.empty())
       return codegen::KernelChoice{
@@ -283,7 +283,7 @@ codegen::SmallGemmDecider small_gemm_decider(SmallGemms mode, int64_t rows, bool
       codegen::KernelChoice c = decide_small_gemm(us[*best], cublaslt_us, rows);
       c.kernel = apply[*best];
       auto kind = [&](size_t i) { return kernel_kind(kernels[apply[i]]); };
-      if (apply.size() > 1 || kernels[c.kernel].tile_rows > 0)
+      if (apply.size() > 1 || kernels[c.kernel].as<codegen::MmaGemm>())
         c.why += fmt::format(" (the {}{})", kind(*best), others_timed(us, *best, 2, kind));
       return c;
     } catch (const Error& e) {  // a measurement that fails leaves the GEMM as it was
@@ -312,15 +312,15 @@ codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, cons
     // The candidates this arch and size allow: the Hopper kernel first, then the mma one.
     std::vector<size_t> apply;
     for (size_t i = 0; i < kernels.size(); ++i)
-      if (kernels[i].gated ? hopper : mma) apply.push_back(i);
+      if (kernels[i].as<codegen::GatedGemm>() ? hopper : mma) apply.push_back(i);
     if (mode == GatedGemms::Mma) {
       for (size_t i = 0; i < kernels.size(); ++i)
-        if (kernels[i].gated_mma)
+        if (kernels[i].as<codegen::GatedMmaGemm>())
           return codegen::KernelChoice{true, "gated mma kernel (--gated-gemms mma)", i};
       return codegen::KernelChoice{false, "kept apart: the mma kernel cannot compute it"};
     }
     if (mode == GatedGemms::On) {
-      if (!hopper || !kernels.front().gated)
+      if (!hopper || !kernels.front().as<codegen::GatedGemm>())
         return codegen::KernelChoice{
             false, fmt::format("kept apart: the gated GEMM kernel needs sm_90 (TMA, WGMMA), the "
                                "target is {}", arch)};
@@ -348,9 +348,10 @@ codegen::GatedGemmDecider gated_gemm_decider(GatedGemms mode, int64_t rows, cons
       if (!best) return decide_gated_gemm(0.0, apart_us, rows);
       codegen::KernelChoice c = decide_gated_gemm(us[*best], apart_us, rows);
       c.kernel = apply[*best];
-      if (kernels[c.kernel].gated_mma || apply.size() > 1) {
+      if (kernels[c.kernel].as<codegen::GatedMmaGemm>() || apply.size() > 1) {
         auto kind = [&](size_t i) -> std::string {
-          return kernels[apply[i]].gated_mma ? "the mma kernel" : "the Hopper kernel";
+          return kernels[apply[i]].as<codegen::GatedMmaGemm>() ? "the mma kernel"
+                                                               : "the Hopper kernel";
         };
         c.why += fmt::format(" ({}{})", kind(*best), others_timed(us, *best, 1, kind));
       }

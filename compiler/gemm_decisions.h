@@ -84,8 +84,8 @@ inline bool mma_gemm_measured(int64_t rows, int64_t n, int64_t k) {
 // decision also needs a GPU that runs it; the speculative builds build what this allows.)
 inline bool small_gemm_candidate_timed(const codegen::KernelStep& kernel,
                                        const codegen::GemmStep& gemm, int64_t rows) {
-  return kernel.tile_rows > 0 ? mma_gemm_measured(rows, gemm.n, gemm.k)
-                              : rows * gemm.n * gemm.k <= kSmallGemmMaxMacs;
+  return kernel.as<codegen::MmaGemm>() ? mma_gemm_measured(rows, gemm.n, gemm.k)
+                                       : rows * gemm.n * gemm.k <= kSmallGemmMaxMacs;
 }
 // Whether `arch` has mma.sync on bf16/f16 (sm_80 on).
 bool mma_gemms_run_on(const std::string& arch);

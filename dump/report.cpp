@@ -60,17 +60,13 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
     f.dtype = p.buffers[g->y].type.dtype;
   } else {
     const auto& k = std::get<KernelStep>(s);
-    f = {k.name,
-         k.gemm_products() == 2 ? "gated_gemm"
-         : k.gemm_k > 0    ? "gemm"
-         : k.threads_per_row > 0 ? "reduction"
-                                 : "pointwise",
-         k.ops, k.ir_nodes};
-    if (k.transposed_store) f.layout.push_back("store_transposed");  // for a GEMM's x
+    f = {k.name, std::string(k.kind_name()), k.ops, k.ir_nodes};
+    if (k.store() == codegen::Store::Transposed)
+      f.layout.push_back("store_transposed");  // for a GEMM's x
     for (int i : k.inputs) f.bytes += p.buffers[i].bytes(batch);
     f.bytes += p.buffers[k.output].bytes(batch);
-    if (k.gemm_k > 0)
-      f.flops = 2.0 * static_cast<double>(p.buffers[k.output].numel(batch)) * k.gemm_k *
+    if (k.gemm_products() > 0)
+      f.flops = 2.0 * static_cast<double>(p.buffers[k.output].numel(batch)) * k.product_k() *
                 k.gemm_products();
     f.dtype = p.buffers[k.output].type.dtype;
   }
@@ -165,7 +161,8 @@ void write_dump(const std::string& dir, const CompiledGraph& c, int64_t batch,
     if (options.emit_ptx)
       write_file(root / "kernels" / (k->name + ".ptx"),
                  runtime::compile_to_ptx(k->source, k->name,
-                                         k->gated ? runtime::arch_specific(c.arch) : c.arch));
+                                         k->arch_specific() ? runtime::arch_specific(c.arch)
+                                                            : c.arch));
   }
   index.has_ptx = options.emit_ptx;
   write_file(root / "fusion.txt", c.pipeline.fusion.to_string());

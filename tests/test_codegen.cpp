@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "codegen/plan_builder.h"
+#include "codegen/pointwise_kernel.h"
 #include "compiler/compile.h"
 #include "compiler/retype.h"
 #include "compiler/samples.h"
@@ -89,7 +90,8 @@ func @f(%x: f32[M, 64]) -> bf16[M, 64] {
 TEST_CASE("launch dims cover the tensor once and cap huge grids", "[codegen]") {
   codegen::KernelStep k;
   k.vec = 8;
-  CHECK(codegen::launch_dims(k, 8).grid == 1);
-  CHECK(codegen::launch_dims(k, 8 * 256 + 1).grid == 2);
-  CHECK(codegen::launch_dims(k, int64_t{1} << 34).grid == 132 * 32);
+  const codegen::Elementwise e;
+  CHECK(codegen::launch_dims(e, k, 8).grid == 1);
+  CHECK(codegen::launch_dims(e, k, 8 * 256 + 1).grid == 2);
+  CHECK(codegen::launch_dims(e, k, int64_t{1} << 34).grid == 132 * 32);
 }

@@ -99,7 +99,7 @@ CompileOptions gated_options(GatedGemms mode, const std::string& arch = "sm_90")
 
 const codegen::KernelStep* gated_step(const codegen::Plan& p) {
   for (const codegen::Step& s : p.steps)
-    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->gated) return k;
+    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->as<codegen::GatedGemm>()) return k;
   return nullptr;
 }
 
@@ -131,7 +131,7 @@ TEST_CASE("gated GEMMs: geglu's gate, up and gelu*mul become one kernel, the res
   CHECK(buffer_names(c.plan, k->inputs) == std::vector<std::string>{"x", "gate.weight", "up.weight"});
   CHECK(c.plan.buffers[static_cast<size_t>(k->output)].name == "h");
   CHECK(k->row_len == 3072);
-  CHECK(k->gemm_k == 768);
+  CHECK(k->as<codegen::GatedGemm>()->k == 768);
   CHECK(k->ir_nodes == std::vector<std::string>{"gate", "up", "act", "h"});
   // gate and up never reach memory: their buffers leave the plan.
   CHECK_FALSE(has_buffer(c.plan, "gate"));
@@ -159,7 +159,7 @@ TEST_CASE("gated GEMM kernels: the split-tail code is built only for a K that sp
     CompiledGraph c = compile(make_sample(sample), gated_options(GatedGemms::On));
     const codegen::KernelStep* k = gated_step(c.plan);
     REQUIRE(k);
-    CHECK((codegen::gated_gemm_max_splits(k->gemm_k) > 1) == splits);
+    CHECK((codegen::gated_gemm_max_splits(k->product_k()) > 1) == splits);
     CHECK(k->source.find(std::string("constexpr bool kSplitTail = ") + (splits ? "true" : "false")) !=
           std::string::npos);
   }

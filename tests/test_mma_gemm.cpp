@@ -35,7 +35,9 @@ CompileOptions mma_options(SmallGemms small, GatedGemms gated, int64_t rows = 16
 std::vector<const codegen::KernelStep*> mma_steps(const codegen::Plan& p) {
   std::vector<const codegen::KernelStep*> out;
   for (const codegen::Step& s : p.steps)
-    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->tile_rows > 0) out.push_back(k);
+    if (auto* k = std::get_if<codegen::KernelStep>(&s);
+        k && (k->as<codegen::MmaGemm>() || k->as<codegen::GatedMmaGemm>()))
+      out.push_back(k);
   return out;
 }
 
@@ -62,22 +64,23 @@ TEST_CASE("mma GEMM kernels: block shapes, launch grids and what they refuse", "
   CHECK(k->name == "mma_gemm_y");
   CHECK(k->inputs == std::vector<int>{0, 1});
   CHECK(k->output == 3);
-  CHECK(k->gemm_k == 3072);
+  const auto* m = k->as<codegen::MmaGemm>();
+  REQUIRE(m);
+  CHECK(m->k == 3072);
   CHECK(k->row_len == 768);
-  CHECK(k->tile_rows == 16);
-  CHECK(k->out_row_len == 8);
-  CHECK(k->threads_per_row == 256);
-  CHECK_FALSE(k->gated_mma);
+  CHECK(m->tile_rows == 16);
+  CHECK(m->tile_cols == 8);
+  CHECK(m->threads == 256);
   CHECK(k->gemm_products() == 1);
   CHECK(has(k->source, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
   CHECK(has(k->source, "__shared__ float part[kWarps]"));  // several warps meet in shared memory
   // A block per 16-row tile and 8 columns: 96 at 16 rows, 192 at 17 (a partial tile), capped
   // where the rows are many (the kernel loops).
-  CHECK(codegen::launch_dims(*k, 16 * 768).grid == 96);
-  CHECK(codegen::launch_dims(*k, 16 * 768).block == 256);
-  CHECK(codegen::launch_dims(*k, 17 * 768).grid == 192);
-  CHECK(codegen::launch_dims(*k, 1 * 768).grid == 96);
-  CHECK(codegen::launch_dims(*k, 8192LL * 768).grid == 132 * 16);
+  CHECK(codegen::launch_dims(*m, *k, 16 * 768).grid == 96);
+  CHECK(codegen::launch_dims(*m, *k, 16 * 768).block == 256);
+  CHECK(codegen::launch_dims(*m, *k, 17 * 768).grid == 192);
+  CHECK(codegen::launch_dims(*m, *k, 1 * 768).grid == 96);
+  CHECK(codegen::launch_dims(*m, *k, 8192LL * 768).grid == 132 * 16);
 
   auto linear = codegen::generate_mma_gemm_kernel(
       gemm_step(ir::DType::F16, 64, 32, testing::Epilogue::ReluBias));
@@ -87,8 +90,9 @@ TEST_CASE("mma GEMM kernels: block shapes, launch grids and what they refuse", "
   CHECK(has(linear->source, "v += mlpc_to_float(bias[col]);"));
   CHECK(has(linear->source, "v = fmaxf(v, 0.0f);"));
   CHECK_FALSE(has(linear->source, "__shared__"));  // one warp: each lane stores its fragments
-  CHECK(codegen::launch_dims(*linear, 1024 * 64).grid == 64 * 8);
-  CHECK(codegen::launch_dims(*linear, 1024 * 64).block == 32);
+  const auto& lm = std::get<codegen::MmaGemm>(linear->kind);
+  CHECK(codegen::launch_dims(lm, *linear, 1024 * 64).grid == 64 * 8);
+  CHECK(codegen::launch_dims(lm, *linear, 1024 * 64).block == 32);
 
   // Refused: f32 (no such MMA here), K not a multiple of 32, N not of 8, a residual through C.
   using testing::Epilogue;
@@ -138,8 +142,8 @@ TEST_CASE("gated GEMMs asked as mma kernels: gate, up and their combine as one m
       const auto mma = mma_steps(c.plan);
       REQUIRE(mma.size() == 1);
       const codegen::KernelStep& k = *mma[0];
-      CHECK(k.gated_mma);
-      CHECK_FALSE(k.gated);  // no TMA, no sm_90a build
+      CHECK(k.as<codegen::GatedMmaGemm>());
+      CHECK_FALSE(k.arch_specific());  // no TMA, no sm_90a build
       CHECK(k.gemm_products() == 2);
       CHECK(k.inputs.size() == 3);
       CHECK(k.name.rfind("mma_mlpc_fused_", 0) == 0);
@@ -179,10 +183,10 @@ TEST_CASE("gated deciders see the Hopper kernel, then the mma one, and the plan 
   codegen::Plan hopper = codegen::build_plan(c.pipeline.graph, {.gated_gemm_decider = pick(0)});
   CHECK(offered == std::vector<std::string>{"mlpc_fused_gelu_tanh_mul_0",
                                             "mma_mlpc_fused_gelu_tanh_mul_0"});
-  CHECK(std::get<codegen::KernelStep>(hopper.steps[0]).gated);
+  CHECK(std::get<codegen::KernelStep>(hopper.steps[0]).as<codegen::GatedGemm>());
   codegen::Plan mma = codegen::build_plan(c.pipeline.graph, {.gated_gemm_decider = pick(1)});
   const auto& k = std::get<codegen::KernelStep>(mma.steps[0]);
-  CHECK(k.gated_mma);
+  CHECK(k.as<codegen::GatedMmaGemm>());
   CHECK(mma.launches() == 2);
   // The choice is recorded under the pattern's one name, whichever kernel took it.
   REQUIRE(mma.choices.size() == 1);

@@ -18,7 +18,7 @@ std::vector<codegen::KernelStep> row_kernels(const std::string& text, bool fusio
   passes::PipelineResult r = passes::run_pipeline(ir::parse(text, "k.mlp"), {.fusion = fusion});
   std::vector<codegen::KernelStep> out;
   for (const codegen::Step& s : codegen::build_plan(r.graph).steps)
-    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->threads_per_row > 0)
+    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->as<codegen::RowReduction>())
       out.push_back(*k);
   return out;
 }
@@ -62,7 +62,7 @@ TEST_CASE("row kernel sources: vectors when aligned, scalar otherwise, fp32 accu
   auto k = row_kernels(softmax_of("bf16", 768));
   REQUIRE(k.size() == 1);
   CHECK(k[0].vec == 8);
-  CHECK(k[0].out_row_len == 768);
+  CHECK(k[0].as<codegen::RowReduction>()->out_row_len == 768);
   CHECK(has(k[0].source, "float acc0 = __int_as_float(0xff800000);  // -inf"));  // the max pass first
   CHECK(has(k[0].source, "mlpc_warp_max(acc0)"));
   CHECK(has(k[0].source, "mlpc_warp_sum(acc1)"));
@@ -71,7 +71,7 @@ TEST_CASE("row kernel sources: vectors when aligned, scalar otherwise, fp32 accu
   k = row_kernels(softmax_of("f16", 7));
   CHECK(k[0].vec == 1);
   k = row_kernels(softmax_of("f32", 4096));
-  CHECK(k[0].threads_per_row == 256);
+  CHECK(k[0].as<codegen::RowReduction>()->threads_per_row == 256);
   CHECK(has(k[0].source, "mlpc_block_max<kThreadsPerRow / 32>(acc0, smem)"));
   CHECK(has(k[0].source, "kept in registers"));
   k = row_kernels(softmax_of("f32", 40000));
@@ -80,7 +80,7 @@ TEST_CASE("row kernel sources: vectors when aligned, scalar otherwise, fp32 accu
   k = row_kernels("func @f(%x: bf16[M, 64]) -> bf16[M, 1] {\n  %m = reduce_mean %x : bf16[M, 1]"
                   "\n  return %m\n}");
   REQUIRE(k.size() == 1);
-  CHECK(k[0].out_row_len == 1);
+  CHECK(k[0].as<codegen::RowReduction>()->out_row_len == 1);
   CHECK(has(k[0].source, "if (lane == 0) mlpc_from_float(v_m, &out[row]);"));
   CHECK(has(k[0].source, "(1.0f / kRowLen)"));
 }
@@ -116,17 +116,13 @@ TEST_CASE("row kernel registers: the row held, row vectors reloaded, costly valu
 }
 
 TEST_CASE("launch dims of a row kernel: a block per rows_per_block rows", "[reduction][codegen]") {
-  codegen::KernelStep k;
-  k.threads_per_row = 32;
-  k.rows_per_block = 8;
-  k.out_row_len = 768;
-  CHECK(codegen::launch_dims(k, 768 * 37).grid == 5);
-  CHECK(codegen::launch_dims(k, 768 * 37).block == 256);
-  k.threads_per_row = 128;
-  k.rows_per_block = 1;
-  k.out_row_len = 1;  // a per-row output: numel is the row count
-  CHECK(codegen::launch_dims(k, 8192).grid == 8192);
-  CHECK(codegen::launch_dims(k, 8192).block == 128);
+  const codegen::KernelStep k;
+  codegen::RowReduction r{.threads_per_row = 32, .rows_per_block = 8, .out_row_len = 768};
+  CHECK(codegen::launch_dims(r, k, 768 * 37).grid == 5);
+  CHECK(codegen::launch_dims(r, k, 768 * 37).block == 256);
+  r = {.threads_per_row = 128, .rows_per_block = 1, .out_row_len = 1};  // a per-row output:
+  CHECK(codegen::launch_dims(r, k, 8192).grid == 8192);                 // numel is the rows
+  CHECK(codegen::launch_dims(r, k, 8192).block == 128);
 }
 
 TEST_CASE("row kernels compile with NVRTC at every row length and dtype",

@@ -37,8 +37,7 @@ std::vector<std::string> kinds(const codegen::Plan& p) {
     if (std::holds_alternative<codegen::GemmStep>(s))
       k.push_back("gemm");
     else
-      k.push_back(std::get<codegen::KernelStep>(s).threads_per_row > 0 ? "reduction"
-                                                                       : "pointwise");
+      k.emplace_back(std::get<codegen::KernelStep>(s).kind_name());
   }
   return k;
 }
@@ -249,7 +248,8 @@ TEST_CASE("ffn plans: one norm kernel before the GEMMs, every primitive eager",
   const auto& norm = std::get<codegen::KernelStep>(o2.plan.steps[0]);
   CHECK(norm.ops == std::vector<std::string>{"cast", "square", "reduce_mean", "add_scalar",
                                              "rsqrt", "mul", "cast", "mul", "cast"});
-  CHECK(norm.threads_per_row == 32);  // 768 bf16: a warp per row, 3 vectors of 8 per lane
+  // 768 bf16: a warp per row, 3 vectors of 8 per lane.
+  CHECK(norm.as<codegen::RowReduction>()->threads_per_row == 32);
   CHECK(norm.vec == 8);
   const auto& down = std::get<codegen::GemmStep>(o2.plan.steps[4]);
   CHECK(down.epilogue == ir::GemmEpilogue{.residual = true});

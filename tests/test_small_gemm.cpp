@@ -33,28 +33,30 @@ TEST_CASE("small GEMM kernels: taken for n a multiple of 32 without a residual",
   CHECK(k->name == "gemm_y");
   CHECK(k->inputs == std::vector<int>{0, 1, 2});
   CHECK(k->output == 3);
-  CHECK(k->gemm_k == 32);
+  const auto* simt = k->as<codegen::SimtGemm>();
+  REQUIRE(simt);
+  CHECK(simt->k == 32);
   CHECK(k->vec == 8);  // 16-byte loads of bf16 along K
   // K = 32 bf16 is 4 chunks of 8: 4 threads per output (none idle), so a block of 256 threads
   // covers 64 columns: one block per row of the 1024 x 64 output.
-  CHECK(k->out_row_len == 64);
+  CHECK(simt->tile_cols == 64);
   CHECK(has(k->source, "constexpr int kParts = 4;"));
   // The bias is read before the K loop (beside x and w), not after the sums.
   const size_t bias_read = k->source.find("const float b = mlpc_to_float(in2[col]);");
   REQUIRE(bias_read != std::string::npos);
   CHECK(bias_read < k->source.find("for (int c = part * kVec"));
   CHECK(has(k->source, "v += b;"));
-  CHECK(codegen::launch_dims(*k, 1024 * 64).grid == 1024);
-  CHECK(codegen::launch_dims(*k, 1024 * 64).block == 256);
+  CHECK(codegen::launch_dims(*simt, *k, 1024 * 64).grid == 1024);
+  CHECK(codegen::launch_dims(*simt, *k, 1024 * 64).block == 256);
   // Enough chunks along K (256 f32 = 64 chunks of 4): 8 threads per output, 32 columns a block.
   k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::F32, 256, 256, Epilogue::Bias));
   REQUIRE(k);
-  CHECK(k->out_row_len == codegen::kSmallGemmMinTile);
+  CHECK(k->as<codegen::SimtGemm>()->tile_cols == codegen::kSmallGemmMinTile);
   CHECK(has(k->source, "constexpr int kParts = 8;"));
   // Few chunks, but 64 columns do not divide n = 96: stays at 8 threads per output, 32 columns.
   k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::BF16, 96, 16, Epilogue::None));
   REQUIRE(k);
-  CHECK(k->out_row_len == 32);
+  CHECK(k->as<codegen::SimtGemm>()->tile_cols == 32);
 
   k = codegen::generate_small_gemm_kernel(gemm_step(ir::DType::F32, 256, 7, Epilogue::ReluBias));
   REQUIRE(k);
@@ -126,7 +128,7 @@ TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, a
     REQUIRE(ks.size() == 2);
     CHECK(ks[0].name == g.name);
     CHECK(ks[1].name == "mma_" + g.name);
-    CHECK(ks[1].tile_rows == codegen::kMmaTileRows);
+    CHECK(ks[1].as<codegen::MmaGemm>()->tile_rows == codegen::kMmaTileRows);
     CHECK(plan.buffers.size() > static_cast<size_t>(g.y));  // the GEMM's buffers exist
     asked.push_back(g.name);
     return codegen::KernelChoice{asked.size() == 1, fmt::format("choice {}", asked.size())};
@@ -146,7 +148,8 @@ TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, a
   CHECK_FALSE(p.choices[1].taken);
   int kernels_named_gemm = 0;
   for (const codegen::Step& s : p.steps)
-    if (auto* k = std::get_if<codegen::KernelStep>(&s)) kernels_named_gemm += k->gemm_k > 0;
+    if (auto* k = std::get_if<codegen::KernelStep>(&s))
+      kernels_named_gemm += k->gemm_products() > 0;
   CHECK(kernels_named_gemm == 1);
 }
 

@@ -116,7 +116,7 @@ TEST_CASE("3xTF32: mlp3's GEMMs run in K-chunks over split buffers the GELU kern
   REQUIRE(p.steps.size() == 23);
   const auto& split = std::get<codegen::KernelStep>(p.steps[0]);
   CHECK(split.name == "split_tf32x3_x");
-  CHECK(split.tf32x3_store);
+  CHECK(split.store() == codegen::Store::Tf32x3Split);
   CHECK(split.ops == std::vector<std::string>{"split_tf32x3"});
   CHECK(buffer(p, split.inputs[0]).name == "x");
   CHECK(buffer(p, split.output).name == "x.tf32x3");
@@ -158,7 +158,7 @@ TEST_CASE("3xTF32: mlp3's GEMMs run in K-chunks over split buffers the GELU kern
   }
   for (size_t i : {5, 14}) {
     const auto& gelu = std::get<codegen::KernelStep>(p.steps[i]);
-    CHECK(gelu.tf32x3_store);
+    CHECK(gelu.store() == codegen::Store::Tf32x3Split);
     CHECK(gelu.ops == std::vector<std::string>{"gelu"});
     CHECK(buffer(p, gelu.output).name == (i == 5 ? "h1.tf32x3" : "h2.tf32x3"));
     CHECK(gelu.source.find("constexpr long long kChunk = 512;") != std::string::npos);
@@ -258,7 +258,8 @@ TEST_CASE("3xTF32: GEMMs of one input share one split kernel, other reads keep t
   const codegen::Plan& p = c.plan;
   int splits = 0, gemms = 0;
   for (const codegen::Step& s : p.steps) {
-    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->tf32x3_store) {
+    if (auto* k = std::get_if<codegen::KernelStep>(&s);
+        k && k->store() == codegen::Store::Tf32x3Split) {
       ++splits;
       // %s is read by the add after its GEMM too, so its kernel keeps writing it and a split
       // kernel makes the GEMM's parts.
@@ -330,7 +331,8 @@ TEST_CASE("3xTF32 kernels compile with NVRTC, vector and scalar stores", "[tf32x
     const CompiledGraph c = compile(*g, o);
     int stores = 0;
     for (const codegen::Step& s : c.plan.steps)
-      if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->tf32x3_store) {
+      if (auto* k = std::get_if<codegen::KernelStep>(&s);
+          k && k->store() == codegen::Store::Tf32x3Split) {
         ++stores;
         CHECK(k->vec == 1);
         CHECK(c.cubins.count(k->name) == 1);

@@ -34,7 +34,8 @@ std::vector<std::string> transposed_steps(const codegen::Plan& p) {
   std::vector<std::string> out;
   for (const codegen::Step& s : p.steps) {
     if (auto* g = std::get_if<codegen::GemmStep>(&s); g && g->x_transposed) out.push_back(g->name);
-    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->transposed_store)
+    if (auto* k = std::get_if<codegen::KernelStep>(&s);
+        k && k->store() == codegen::Store::Transposed)
       out.push_back(k->name);
   }
   return out;
@@ -68,7 +69,7 @@ TEST_CASE("transposed x: mlp3's GELU kernels store h1 and h2 transposed for fc2 
     CHECK(kernel.source.find("constexpr int kVec = 4, kRows = 32, kCols = 32 * kVec;") !=
           std::string::npos);
     CHECK(kernel.source.find("mlpc_store<kVec>(out + c * rows + r, v);") != std::string::npos);
-    CHECK(kernel.transpose_tile.vec == 4);
+    CHECK(kernel.as<codegen::Elementwise>()->transpose_tile.vec == 4);
     // The weight, as [k, n]: a param derived from the one the caller sets.
     CHECK(gemm.w_transposed);
     const codegen::Buffer& w = buffer(p, gemm.w);
@@ -180,8 +181,9 @@ TEST_CASE("transposed-store kernels compile with NVRTC: row vectors, ragged tile
     const CompiledGraph c = compile(g, o);
     std::vector<int> vecs;
     for (const codegen::Step& s : c.plan.steps)
-      if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->transposed_store) {
-        vecs.push_back(k->transpose_tile.vec);
+      if (auto* k = std::get_if<codegen::KernelStep>(&s);
+          k && k->store() == codegen::Store::Transposed) {
+        vecs.push_back(k->as<codegen::Elementwise>()->transpose_tile.vec);
         CHECK(c.cubins.count(k->name) == 1);
         CHECK_FALSE(c.cubins.at(k->name).empty());
       }
@@ -199,8 +201,8 @@ TEST_CASE("transposed-store kernels compile with NVRTC: row vectors, ragged tile
   const auto region = std::find_if(c.pipeline.graph.nodes.begin(), c.pipeline.graph.nodes.end(),
                                    [](const ir::Node& n) { return n.op == ir::Op::FusedPointwise; });
   REQUIRE(region != c.pipeline.graph.nodes.end());
-  const codegen::KernelStep k =
-      codegen::generate_pointwise_kernel(c.pipeline.graph, *region, {.transposed_store = true});
+  const codegen::KernelStep k = codegen::generate_pointwise_kernel(
+      c.pipeline.graph, *region, {.store = codegen::Store::Transposed});
   CHECK(k.source.find("% kRowLen") != std::string::npos);  // the bias, read by column
   const runtime::KernelBuilds built = runtime::build_kernels({k}, "sm_90", false);
   CHECK(built.cubins.count(k.name) == 1);

@@ -15,6 +15,10 @@
 #include "runtime/exec/tensor_map.h"
 #include "codegen/gated_gemm_kernel.h"
 #include "codegen/memory_plan.h"
+#include "codegen/mma_gemm_kernel.h"
+#include "codegen/pointwise_kernel.h"
+#include "codegen/reduction_kernel.h"
+#include "codegen/small_gemm_kernel.h"
 #include "codegen/tf32x3.h"
 
 namespace mlpc::runtime {
@@ -81,24 +85,26 @@ void check_plan(const codegen::Plan& plan) {
       const auto& k = std::get<codegen::KernelStep>(step);
       MLPC_ASSERT(valid(k.output), "kernel " + k.name + ": bad output buffer");
       for (int i : k.inputs) MLPC_ASSERT(valid(i), "kernel " + k.name + ": bad input buffer");
-      if (k.gated_mma) {
-        MLPC_ASSERT(k.inputs.size() == 3 && k.gemm_k > 0 && k.tile_rows > 0,
-                    "gated GEMM " + k.name + ": needs x, wg, wu, K and its tile");
+      // A gated GEMM of either kernel reads x, wg and wu of its n and K.
+      auto check_gated = [&](int64_t depth, bool launchable, const char* needs) {
+        MLPC_ASSERT(k.inputs.size() == 3 && depth > 0 && launchable,
+                    "gated GEMM " + k.name + ": needs x, wg, wu, K and " + needs);
         for (int w : {k.inputs[1], k.inputs[2]})
-          MLPC_ASSERT(plan.buffers[w].type.shape.dims == std::vector<int64_t>({k.row_len, k.gemm_k}),
+          MLPC_ASSERT(plan.buffers[w].type.shape.dims == std::vector<int64_t>({k.row_len, depth}),
                       "gated GEMM " + k.name + ": weights are not [n, k]");
-      }
-      if (k.gated) {
-        MLPC_ASSERT(k.inputs.size() == 3 && k.gemm_k > 0 && k.smem_bytes > 0,
-                    "gated GEMM " + k.name + ": needs x, wg, wu, K and its shared memory");
-        const ir::TensorType& y = plan.buffers[k.output].type;
-        for (int w : {k.inputs[1], k.inputs[2]})
-          MLPC_ASSERT(plan.buffers[w].type.shape.dims == std::vector<int64_t>({k.row_len, k.gemm_k}),
-                      "gated GEMM " + k.name + ": weights are not [n, k]");
-        MLPC_ASSERT(y.shape.last() == k.row_len &&
-                        plan.buffers[k.inputs[0]].type.shape.last() == k.gemm_k,
-                    "gated GEMM " + k.name + ": x or y do not match n, k");
-      }
+      };
+      std::visit(codegen::Overloaded{
+                     [&](const codegen::GatedMmaGemm& m) {
+                       check_gated(m.k, m.tile_rows > 0, "its tile");
+                     },
+                     [&](const codegen::GatedGemm& g) {
+                       check_gated(g.k, g.smem_bytes > 0, "its shared memory");
+                       MLPC_ASSERT(plan.buffers[k.output].type.shape.last() == k.row_len &&
+                                       plan.buffers[k.inputs[0]].type.shape.last() == g.k,
+                                   "gated GEMM " + k.name + ": x or y do not match n, k");
+                     },
+                     [](const auto&) {}},
+                 k.kind);
     }
   }
   for (int i : plan.outputs) MLPC_ASSERT(valid(i), "plan output: bad buffer");
@@ -209,11 +215,12 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
       libraries_.push_back(lib);
       cudaKernel_t kernel = nullptr;
       MLPC_CUDA(cudaLibraryGetKernel(&kernel, lib, k->cubin_symbol().c_str()));
-      if (k->smem_bytes > 48 * 1024) {  // past the default limit: opt in
+      const auto* gated = k->as<codegen::GatedGemm>();
+      if (gated && gated->smem_bytes > 48 * 1024) {  // past the default limit: opt in
         int device = 0;
         MLPC_CUDA(cudaGetDevice(&device));
         MLPC_CUDA(cudaKernelSetAttributeForDevice(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k->smem_bytes, device));
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, gated->smem_bytes, device));
       }
       kernels_[k->cubin_symbol()] = kernel;
     }
@@ -521,17 +528,26 @@ void Executor::resolve_launches(Bound& b) {
     } else {
       const auto& k = std::get<codegen::KernelStep>(step);
       l.kernel = kernels_.at(k.cubin_symbol());
-      if (k.gated) {
-        resolve_gated(l, k, read);
-        b.has_work |= l.n > 0;
-        continue;
-      }
-      for (int i : k.inputs) l.ptrs.push_back(read(i));
-      l.ptrs.push_back(device_ptr(k.output));
-      l.n = static_cast<long long>(plan_.buffers[k.output].numel(batch_));
-      l.dims = codegen::launch_dims(k, l.n);
-      for (void*& p : l.ptrs) l.args.push_back(&p);
-      l.args.push_back(&l.n);
+      // One case per kind (codegen/kernel_kinds.h): the Hopper gated GEMM takes TMA descriptors,
+      // every other kind its buffers and n, on the grid its generator sizes.
+      const auto n = static_cast<long long>(plan_.buffers[k.output].numel(batch_));
+      auto plain = [&](codegen::LaunchDims dims) {
+        for (int i : k.inputs) l.ptrs.push_back(read(i));
+        l.ptrs.push_back(device_ptr(k.output));
+        l.n = n;
+        l.dims = dims;
+        for (void*& p : l.ptrs) l.args.push_back(&p);
+        l.args.push_back(&l.n);
+      };
+      std::visit(codegen::Overloaded{
+                     [&](const codegen::Elementwise& e) { plain(codegen::launch_dims(e, k, n)); },
+                     [&](const codegen::RowReduction& r) { plain(codegen::launch_dims(r, k, n)); },
+                     [&](const codegen::SimtGemm& g) { plain(codegen::launch_dims(g, k, n)); },
+                     [&](const codegen::MmaGemm& m) { plain(codegen::launch_dims(m, k, n)); },
+                     [&](const codegen::GatedMmaGemm& m) { plain(codegen::launch_dims(m, k, n)); },
+                     [&](const codegen::GatedGemm& g) { resolve_gated(l, k, g, read); },
+                 },
+                 k.kind);
       b.has_work |= l.n > 0;
     }
   }
@@ -554,25 +570,26 @@ void Executor::resolve_launches(Bound& b) {
 }
 
 template <typename Read>
-void Executor::resolve_gated(Launch& l, const codegen::KernelStep& k, Read&& read) {
+void Executor::resolve_gated(Launch& l, const codegen::KernelStep& k,
+                             const codegen::GatedGemm& g, Read&& read) {
   const codegen::Buffer& y = plan_.buffers[k.output];
   const ir::DType dt = y.type.dtype;
   const int64_t rows = y.type.shape.rows(batch_);
   l.n = static_cast<long long>(y.numel(batch_));
-  l.smem = static_cast<unsigned>(k.smem_bytes);
+  l.smem = static_cast<unsigned>(g.smem_bytes);
   if (l.n == 0) return;  // TMA describes no empty matrix; nothing to launch
-  l.tma = {tma_desc_2d(read(k.inputs[0]), dt, rows, k.gemm_k, codegen::kGatedTileRows,
+  l.tma = {tma_desc_2d(read(k.inputs[0]), dt, rows, g.k, codegen::kGatedTileRows,
                        codegen::kGatedTileK),
-           tma_desc_2d(read(k.inputs[1]), dt, k.row_len, k.gemm_k, codegen::kGatedTileRows,
+           tma_desc_2d(read(k.inputs[1]), dt, k.row_len, g.k, codegen::kGatedTileRows,
                        codegen::kGatedTileK),
-           tma_desc_2d(read(k.inputs[2]), dt, k.row_len, k.gemm_k, codegen::kGatedTileRows,
+           tma_desc_2d(read(k.inputs[2]), dt, k.row_len, g.k, codegen::kGatedTileRows,
                        codegen::kGatedTileK),
            tma_desc_2d(device_ptr(k.output), dt, rows, k.row_len, codegen::kGatedStoreRows,
                        codegen::kGatedTileK)};
   l.gemm_dims[0] = static_cast<int>(rows);
   l.gemm_dims[1] = static_cast<int>(k.row_len);
-  l.gemm_dims[2] = static_cast<int>(k.gemm_k);
-  l.gemm_dims[3] = codegen::gated_gemm_max_splits(k.gemm_k);
+  l.gemm_dims[2] = static_cast<int>(g.k);
+  l.gemm_dims[3] = codegen::gated_gemm_max_splits(g.k);
   // Persistent: at most one block per SM, each looping over the tiles.
   l.dims = {codegen::gated_gemm_grid(rows, k.row_len, l.gemm_dims[3], sm_count_),
             static_cast<unsigned>(codegen::kGatedThreads)};

@@ -126,7 +126,8 @@ class Executor {
   void use_pointers(Bound& b, const std::vector<void*>& io);
   void resolve_launches(Bound& b);
   template <typename Read>
-  void resolve_gated(Launch& l, const codegen::KernelStep& k, Read&& read);
+  void resolve_gated(Launch& l, const codegen::KernelStep& k, const codegen::GatedGemm& g,
+                     Read&& read);
   void enqueue(Bound& b, cudaStream_t stream, bool tune);
   void enqueue_one(Launch& l, cudaStream_t stream);
   void capture(Bound& b);

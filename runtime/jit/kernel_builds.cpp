@@ -15,7 +15,8 @@
 namespace mlpc::runtime {
 
 std::string kernel_build_key(const codegen::KernelStep& k, const std::string& arch) {
-  return CachedCompiler(k.gated ? arch_specific(arch) : arch, /*use_cache=*/false).key(k.source);
+  return CachedCompiler(k.arch_specific() ? arch_specific(arch) : arch, /*use_cache=*/false)
+      .key(k.source);
 }
 
 KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::string& arch,
@@ -35,16 +36,17 @@ KernelBuilds build_kernels(const std::vector<codegen::Step>& steps, const std::s
 
   CachedCompiler generic(arch, use_cache);
   // Made only when a step needs it: its constructor checks the arch-specific target's options.
-  std::optional<CachedCompiler> gated;
-  if (std::any_of(kernels.begin(), kernels.end(), [](auto* k) { return k->gated; }))
-    gated.emplace(arch_specific(arch), use_cache);
+  std::optional<CachedCompiler> specific;
+  if (std::any_of(kernels.begin(), kernels.end(), [](auto* k) { return k->arch_specific(); }))
+    specific.emplace(arch_specific(arch), use_cache);
 
   std::vector<CachedCompiler::Cubin> built(kernels.size());
   std::vector<std::exception_ptr> failed(kernels.size());
   parallel_for(static_cast<int64_t>(kernels.size()), [&](int64_t i) {
     const codegen::KernelStep& k = *kernels[static_cast<size_t>(i)];
     try {
-      built[static_cast<size_t>(i)] = (k.gated ? *gated : generic).get(k.source, k.cubin_symbol());
+      built[static_cast<size_t>(i)] =
+          (k.arch_specific() ? *specific : generic).get(k.source, k.cubin_symbol());
     } catch (...) {
       failed[static_cast<size_t>(i)] = std::current_exception();
     }

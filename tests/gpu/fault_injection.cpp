@@ -45,17 +45,17 @@ std::vector<Fault> faults_for(const codegen::Plan& plan) {
       continue;
     }
     const auto& k = std::get<codegen::KernelStep>(plan.steps[i]);
-    if (k.gated || k.gated_mma) {
+    if (k.gemm_products() == 2) {
       out.push_back({K::SwapOperands, i, k.inputs[1], k.inputs[2]});  // gate and up swapped
       out.push_back({K::ZeroWeightKChunk, i, k.inputs[1]});
-    } else if (k.gemm_k >= 4) {
+    } else if (k.product_k() >= 4) {
       out.push_back({K::ZeroWeightKChunk, i, k.inputs[1]});
       if (k.inputs.size() > 2) out.push_back({K::ZeroBias, i, k.inputs[2]});
     } else if (asymmetric_combine(k) &&
                plan.buffers[k.inputs[0]].type == plan.buffers[k.inputs[1]].type) {
       out.push_back({K::SwapOperands, i, k.inputs[0], k.inputs[1]});
     }
-    if (!k.gated && !k.gated_mma && k.gemm_k == 0) out.push_back({K::DropOutput, i, k.output});
+    if (k.gemm_products() == 0) out.push_back({K::DropOutput, i, k.output});
   }
   return out;
 }

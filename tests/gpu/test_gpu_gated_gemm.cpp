@@ -27,7 +27,8 @@ bool hopper() { return runtime::device_arch() == "sm_90"; }
 
 bool has_gated(const codegen::Plan& p) {
   for (const codegen::Step& s : p.steps)
-    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->gated) return true;
+    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->as<codegen::GatedGemm>())
+      return true;
   return false;
 }
 

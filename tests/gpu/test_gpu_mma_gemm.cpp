@@ -19,7 +19,9 @@ namespace {
 size_t mma_kernels(const codegen::Plan& p) {
   size_t n = 0;
   for (const codegen::Step& s : p.steps)
-    if (auto* k = std::get_if<codegen::KernelStep>(&s); k && k->tile_rows > 0) ++n;
+    if (auto* k = std::get_if<codegen::KernelStep>(&s);
+        k && (k->as<codegen::MmaGemm>() || k->as<codegen::GatedMmaGemm>()))
+      ++n;
   return n;
 }
 
