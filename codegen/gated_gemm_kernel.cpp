@@ -16,7 +16,7 @@ constexpr int kOutBytes = kGatedTileRows * kGatedTileRows * 2;  // one 16-bit [1
 // only generated parts are the types, the ring depth, the combine function and the WGMMA
 // operand list (128 accumulator registers, too long to write out).
 // No #include: the kernel needs no header (its one conversion, two floats to a packed pair, is a
-// cvt instruction), and parsing cuda_bf16.h/cuda_fp16.h cost ~20 ms of NVRTC's front end on the
+// cvt instruction), and parsing cuda_bf16.h/cuda_fp16.h lengthens NVRTC's front end on the
 // critical path of a cold -O2 compile, which waits for this kernel's build.
 constexpr const char* kTemplate = R"(// mlpc gated GEMM: y = combine(x . wg^T, x . wu^T), sm_90a (TMA + WGMMA)
 
@@ -44,10 +44,9 @@ constexpr int kTileBytes = kRows * kRows * 2;     // a 16-bit [kRows, kRows] til
 // Epilogue workers: the producer warpgroup's warps 1-3 combine g and u, which the consumers
 // hand over through shared memory as 16-bit values, while the consumers go on to the next tile.
 // A block's last tile has no next tile to overlap: its consumers combine it themselves from the
-// same shared-memory copy, 256 threads instead of 96 (at one tile per block: 14.4 us with the
-// workers, 12.4 with the consumers combining in registers on the H100; this way 12.6 against
-// 11.7 in registers on the H200). A second, unrolled register epilogue in the same kernel cost
-// NVRTC ~70 ms more (400 vs 330 ms on the build machine), on the critical path of a cold compile.
+// same shared-memory copy, 256 threads instead of 96, which comes close to combining in
+// registers (docs/benchmarks.md). A second, unrolled register epilogue in the same kernel would
+// lengthen NVRTC's build by a fifth, on the critical path of a cold compile.
 // Every thread arrives on the hand-over barriers (raw_full, raw_empty), so each one's shared-
 // memory writes are ordered before the other side's accesses by its own arrive.
 constexpr bool kWorkers = $WORKERS;
@@ -166,8 +165,7 @@ __device__ __forceinline__ void mlpc_release_stage(unsigned bar) {
       unsigned remote;
       asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(r));
       // release at CTA scope, as for a local arrive: the stage's readers are this block's
-      // WGMMAs, done by now. At cluster scope (.release.cluster) the kernel ran 2.2x slower
-      // (H100, gated_gemm_probe, 2026-12-06).
+      // WGMMAs, done by now. At cluster scope (.release.cluster) the kernel ran twice as slow.
       asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
     }
   }
@@ -518,8 +516,8 @@ int gated_gemm_max_splits(int64_t k) {
   // A split in s k-ranges saves the last round (ktiles - ktiles / s) slices and costs each range
   // a 128 KiB partial-sum write and the last finisher s - 1 reads, together about four slices'
   // time per range: at most s with s * s * 4 <= ktiles (Llama's K = 4096: 4). The article's
-  // K = 768 (12 slices) does not split: in 2 it measured 36.4 vs 31.5 us at 1000 rows and 17.1
-  // vs 14.4 at 16 on the H100 (bench/gated_gemm_probe, 2026-12-05).
+  // K = 768 (12 slices) does not split: in 2 it measured slower at 16 and 1000 rows
+  // (bench/gated_gemm_probe; docs/benchmarks.md).
   const int64_t ktiles = (k + kGatedTileK - 1) / kGatedTileK;
   int splits = 1;
   while (int64_t(splits + 1) * (splits + 1) * 4 <= ktiles) ++splits;

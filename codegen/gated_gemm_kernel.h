@@ -1,9 +1,9 @@
 // A gated GEMM as one generated Hopper kernel: y[rows, n] = f(x . wg^T, x . wu^T), where f is a
 // pointwise function of the two accumulators (GeGLU: gelu_tanh(g) * u; SwiGLU: silu(g) * u).
 // cuBLASLt has no epilogue that combines two GEMM outputs, so eager and torch.compile write
-// both [rows, n] products to memory and read them back in a pointwise kernel: at the article's
-// size 100 MB written and read again, ~40 µs of a ~210 µs forward. Here the products never
-// leave the registers.
+// both [rows, n] products to memory and read them back in a pointwise kernel, a fifth of the
+// forward's time at the article's size (docs/benchmarks.md). Here the products never leave the
+// registers.
 //
 // Shape (sm_90a only: TMA and WGMMA): a persistent kernel, one block of 3 warpgroups per SM.
 // Warpgroup 0 is the producer: one thread streams k-slices of 64 through a ring of shared-
@@ -47,9 +47,9 @@ inline constexpr int kGatedThreads = 384;   // producer + two consumer warpgroup
 inline constexpr int kGatedGroupM = 16;     // row blocks walked together (tile order)
 inline constexpr int kGatedStoreRows = 64;  // rows of a TMA store box of y (one warpgroup's)
 
-// 3 stages: 702 vs 680 TFLOP/s with 4 at Llama-8B's size on the H200, equal at the article's
-// (bench/gated_gemm_probe). Clusters of 2 blocks sharing each weight slice through TMA multicast
-// were tried and measured 25% slower (510 vs 668 TFLOP/s, all 66 clusters resident).
+// 3 stages: measured faster than 4 at Llama-8B's size and equal at the article's
+// (bench/gated_gemm_probe; docs/benchmarks.md). Clusters of 2 blocks sharing each weight slice
+// through TMA multicast measured a quarter slower.
 struct GatedGemmConfig {
   int stages = 3;  // shared-memory ring depth (48 KiB each)
   // The consumers hand g and u to the producer warpgroup's idle warps as 16-bit values (rounded
@@ -59,16 +59,14 @@ struct GatedGemmConfig {
   bool epilogue_workers = true;
   // The kernel can split tail tiles along k (its max_splits argument is then honoured). Off for a
   // K that never splits (gated_gemm_max_splits(k) == 1, e.g. the article's 768): the partial-sum
-  // code is left out of the source, which cuts NVRTC's build by about a third (build machine,
-  // nvrtc_build_probe: 217-223 vs 318-332 ms), and that build is the longest path of a cold -O2
-  // compile.
+  // code is left out of the source, which cuts NVRTC's build by about a third
+  // (bench/nvrtc_build_probe), and that build is the longest path of a cold -O2 compile.
   bool split_tail = true;
   // Blocks per cluster along M (1 or 2): with 2, the two blocks of a cluster take tiles of the
   // same columns in adjacent row blocks, in step, and each loads half of the weight slice for
   // both (TMA multicast): a third less traffic from L2 per FLOP. Launched with a grid of whole
-  // clusters (gated_gemm_grid). Measured no faster on the H100 (2026-12-06): 108.0 vs 106.3 us
-  // at the article's size and 1282.8 vs 1272.5 at Llama-8B's (gated_gemm_probe), and in mlpc
-  // bench's sustained stream llama_geglu 1956-1972 vs 1910-1933 us, geglu equal.
+  // clusters (gated_gemm_grid). Measured no faster than 1 (gated_gemm_probe and mlpc bench;
+  // docs/benchmarks.md), so 1 is the default.
   int cluster_m = 1;
 };
 

@@ -34,13 +34,12 @@ std::string x_times_sigmoid(std::string_view name, std::string_view exp2_arg) {
 
 // Helpers for the combine: the epilogue runs once per output inside a compute-bound kernel, so
 // gelu_tanh and silu are x * sigmoid(2z) and x * sigmoid(x) on the special-function unit's
-// exp2 and reciprocal (relative error ~1e-6, far below bf16's 4e-3) instead of tanhf and expf:
-// 6.6 µs of 122 at the article's size on the H200 (bench/gated_gemm_probe). Written as the two
-// PTX instructions rather than __expf and __fdividef, whose range handling (denormals, a
-// divisor past 2^126) adds instructions to each of the epilogue's 64 unrolled evaluations: the
-// kernel's NVRTC build, the longest path of a cold -O2 compile, 305 -> 247 ms (build machine;
-// ptxas 167 -> 133 ms), and the kernel 115.5 -> 113.4 µs at the article's size, 1390 -> 1340 µs
-// at Llama-8B's (the epilogue runs while the tensor cores wait). Same results where it matters:
+// exp2 and reciprocal (relative error ~1e-6, far below bf16's 4e-3) instead of tanhf and expf,
+// which cost the kernel several percent (bench/gated_gemm_probe). Written as the two PTX
+// instructions rather than __expf and __fdividef, whose range handling (denormals, a divisor
+// past 2^126) adds instructions to each of the epilogue's 64 unrolled evaluations: both the
+// kernel's NVRTC build (the longest path of a cold -O2 compile) and the kernel get shorter (the
+// epilogue runs while the tensor cores wait; docs/benchmarks.md has the numbers). Same results where it matters:
 // exp2 of a large argument is inf, its reciprocal 0, so the function goes to 0 (or x) as before.
 std::string gated_combine_helper(ir::Op op) {
   switch (op) {
@@ -178,7 +177,7 @@ KernelStep gated_step(const Plan& plan, const ir::Node& region, const KernelStep
   // The source names no IR value: a cold -O2 compile builds, ahead of the merge decision, the
   // plans of both outcomes, and the gated kernel of gate|up merged (read back as two halves) is
   // the one of gate and up apart. Same source, same cache key: one NVRTC build serves both
-  // (~0.3-0.5 s each on the H200, the longest build of the compile). ir_nodes say what it computes.
+  // (the longest build of the compile). ir_nodes say what it computes.
   GatedGemmConfig config;
   config.split_tail = gated_gemm_max_splits(m.k) > 1;
   k.source = gated_header(k.name, region, m) +

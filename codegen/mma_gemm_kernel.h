@@ -5,7 +5,7 @@
 //
 // Why: at 16 rows a GEMM is a read of its weights (the decode-size GeGLU's 14 MB, L2-resident
 // across forwards) and a few microseconds of latency; cuBLASLt's tiles leave most SMs idle there
-// (its merged gate|up GEMM 6.6 us, the down GEMM ~4), the CUDA-core small-GEMM kernel
+// (docs/benchmarks.md has the decode-size GeGLU's times), the CUDA-core small-GEMM kernel
 // (codegen/small_gemm_kernel.h) re-reads every weight once per row, and the Hopper gated kernel
 // (codegen/gated_gemm_kernel.h) pays for 128-row tiles. Here a block owns a tile of 16 rows x 8
 // n_tiles output columns: its warps split K into 32-wide chunks, each chunk one 16-byte load per

@@ -151,7 +151,7 @@ std::vector<std::string> gemm_ops(const ir::GemmEpilogue& e);
 std::vector<int> step_buffers(const Step& s);
 std::vector<int*> step_buffer_refs(Step& s);
 
-// SMs of the GPUs launches are sized for (H100 and H200 SXM): grid caps and waves count them.
+// SMs of the GPUs launches are sized for (Hopper SXM parts): grid caps and waves count them.
 inline constexpr int64_t kGpuSms = 132;
 
 struct LaunchDims {

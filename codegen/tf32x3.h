@@ -11,12 +11,10 @@
 // from zero (PTX cvt.rna's rounding), never rounding a finite value up to infinity.
 // Accuracy: each product keeps ~21 bits, but tensor cores accumulate without IEEE rounding
 // (they truncate), so the error grows with the length of each accumulation chain: one GEMM over
-// K = 4096 is ~3.5x IEEE fp32's error (H200, bench/tf32x3_accuracy.py). Cutting K into chunks of
-// at most kTf32x3MaxChunk, each its own GEMM adding its result to the previous ones' in fp32
-// (cuBLASLt's C = y, beta = 1), brings it to IEEE fp32's level: max |err| / rms against fp64
-// over 16M outputs at K = 1024 / 4096 was 4.4e-6 / 7.6e-6 with 256- / 512-chunks vs IEEE's
-// 9.8e-6 / 1.7e-5; on mlp3 end to end, 1.1x IEEE's max error at 8192 rows and 3.6x at 256 rows
-// (where cuBLAS's small-M SGEMM is unusually accurate), always within IEEE's tolerance. Below
+// K = 4096 is several times IEEE fp32's error (bench/tf32x3_accuracy.py). Cutting K into chunks
+// of at most kTf32x3MaxChunk, each its own GEMM adding its result to the previous ones' in fp32
+// (cuBLASLt's C = y, beta = 1), brings it to IEEE fp32's level, end to end within IEEE's
+// tolerance (the measured errors are in docs/benchmarks.md). Below
 // that, the split's own rounding (~2^-22 per product, against IEEE's 2^-24) is the floor. It
 // changes fp32 results, so it is asked for (--fp32-gemms), never a default. The layout is
 // then chunk by chunk: x3 = [lo_x0 | hi_x0 | hi_x0 | lo_x1 | hi_x1 | hi_x1 | ...] with x_j the
@@ -39,7 +37,7 @@ inline constexpr int kTf32x3WeightLoPart = 1;
 
 // Chunks are at most this long and at most a quarter of K (IEEE fp32's error grows like
 // sqrt(K), the chunks' like their length: at K = 1024 with activations like a GELU layer's,
-// 512-chunks only matched IEEE's max error, 8.6e-6 vs 8.5e-6, 256-chunks had 4.0e-6), and multiples
+// 512-chunks only matched IEEE's max error, 256-chunks halved it), and multiples
 // of 64: each chunk's columns then start 256-byte aligned in x3 and w3, as cuBLASLt's
 // heuristics assume by default.
 inline constexpr int64_t kTf32x3MaxChunk = 512;

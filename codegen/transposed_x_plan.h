@@ -1,8 +1,7 @@
 // Stores the x of an f32 GEMM transposed, [k, rows], where the decider says so. cuBLAS's
 // CUDA-core SGEMMs (IEEE fp32: what f32 GEMMs run as unless 3xTF32 is asked for) are faster
-// reading x so than row-major: on the H200, mlp3's fc2 (8192 x 4096 x 4096) 5203 vs 5389 µs and
-// fc3 (8192 x 1024 x 4096) 1307 vs 1354 µs, each cuBLASLt's best candidate for its layout
-// (bench/gemm_probe --f32 --layouts). Tensor-core GEMMs (bf16, f16) show no such difference and
+// reading x so than row-major, by a few percent on mlp3's large layers, each cuBLASLt's best
+// candidate for its layout (bench/gemm_probe --f32 --layouts; docs/benchmarks.md). Tensor-core GEMMs (bf16, f16) show no such difference and
 // are not looked at. The kernel that computes x writes it transposed itself (a tile at a time
 // through shared memory), so the plan keeps its launches: a GEMM qualifies when its x is an
 // intermediate that only it reads, written by an elementwise kernel of a fused.pointwise region
