@@ -254,7 +254,7 @@ std::string relu_mlp(int layers) {
 
 }  // namespace
 
-TEST_CASE("plans at -O2: a bias-free 6-layer relu MLP is 6 launches; bias + residual is 1",
+TEST_CASE("plans at -O2: a bias-free 6-layer relu MLP is 6 launches, bias + residual is 1",
           "[epilogue]") {
   CompileOptions o2 = options_for_level(2);
   o2.build_kernels = false;

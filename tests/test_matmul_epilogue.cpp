@@ -230,7 +230,8 @@ func @f(%x: f32[M, 32]) -> f32[M, 64] {
 })", "t.mlp"));
   REQUIRE(one.launches() == 1);
   const auto& k = std::get<codegen::KernelStep>(one.steps[0]);
-  CHECK(k.gemm_k == 32);
+  REQUIRE(k.as<codegen::SimtGemm>());
+  CHECK(k.as<codegen::SimtGemm>()->k == 32);
   CHECK(k.ops == std::vector<std::string>{"matmul", "bias", "silu"});
   CHECK(k.source.find("mlpc_silu(v)") != std::string::npos);
   REQUIRE(one.choices.size() == 1);

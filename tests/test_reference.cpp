@@ -1,5 +1,8 @@
 // The fp64 reference interpreter against values computed by hand, and the tolerance rules.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <random>
 
 #include "compiler/check.h"
 #include "ir/parser.h"
@@ -212,4 +215,43 @@ func @cls(%x: bf16[M, 1000]) -> bf16[M, 1000] {
   INFO("class 7 off by 3%: ratio " << off.worst_ratio << ", log ratio " << off.contribution_worst_ratio);
   CHECK(off.worst_ratio <= 1.0);  // what a check of y alone says
   CHECK_FALSE(off.ok);
+}
+
+TEST_CASE("log-softmax check: f16 subnormal tails pass, a wrong logit fails", "[reference]") {
+  // Two rows of 4096 logits spread wide enough that f16 stores the smallest probabilities as
+  // subnormals, whose relative rounding is far above f16's unit roundoff.
+  constexpr int64_t kRows = 2, kN = 4096;
+  runtime::HostTensor ref{ir::DType::F16, {kRows, kN}, {}};
+  std::mt19937 gen(7);
+  std::normal_distribution<double> normal(0.0, 2.5);
+  std::vector<double> logits(kRows * kN);
+  for (double& v : logits) v = normal(gen);
+  auto softmax = [&](const std::vector<double>& z) {
+    std::vector<double> p(z.size());
+    for (int64_t r = 0; r < kRows; ++r) {
+      double mx = -INFINITY, sum = 0.0;
+      for (int64_t i = 0; i < kN; ++i) mx = std::max(mx, z[r * kN + i]);
+      for (int64_t i = 0; i < kN; ++i) sum += p[r * kN + i] = std::exp(z[r * kN + i] - mx);
+      for (int64_t i = 0; i < kN; ++i) p[r * kN + i] /= sum;
+    }
+    return p;
+  };
+  ref.data = softmax(logits);
+  const double smallest = *std::min_element(ref.data.begin(), ref.data.end());
+  REQUIRE(smallest < 0x1.0p-14);  // below f16's smallest normal: the case this test is about
+  runtime::HostTensor got = ref;
+  for (double& v : got.data) v = runtime::round_to(ir::DType::F16, v);
+  const runtime::Tolerance tol = runtime::tolerance_for(ir::DType::F16, kN, 3);
+  const runtime::Comparison ok = runtime::compare_log_softmax(got, ref, tol);
+  CHECK(ok.ok);
+  CHECK(ok.worst_ratio < 1.0);
+
+  std::vector<double> wrong = logits;
+  wrong[kN + 17] += 0.5;  // one logit of the second row off by half a unit
+  runtime::HostTensor bad = ref;
+  bad.data = softmax(wrong);
+  for (double& v : bad.data) v = runtime::round_to(ir::DType::F16, v);
+  const runtime::Comparison caught = runtime::compare_log_softmax(bad, ref, tol);
+  CHECK_FALSE(caught.ok);
+  CHECK(caught.worst_ratio > 1.0);
 }

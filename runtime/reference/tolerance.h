@@ -55,12 +55,14 @@ Comparison compare_contribution(const HostTensor& got, const HostTensor& ref,
                                 const HostTensor* base, const Tolerance& tol);
 
 // For a softmax output (rows of probabilities): compares the log-probabilities centred per row
-// (the logits up to a constant), the floor and rtol relative to them, plus one unit of the
-// probabilities' own rounding. Near-uniform probabilities hide a wrong logit under the
-// tolerance on y; its log does not.
+// (the logits up to a constant), the floor and rtol relative to them, plus the probabilities'
+// own rounding (relative, or half a subnormal spacing where p is that small). Near-uniform
+// probabilities hide a wrong logit under the tolerance on y; its log does not.
 Comparison compare_log_softmax(const HostTensor& got, const HostTensor& ref, const Tolerance& tol);
 
 // 2^-24 (f32), 2^-11 (f16), 2^-8 (bf16): the relative error of rounding to `dtype`.
 double unit_roundoff(ir::DType dtype);
+// 2^-149 (f32), 2^-24 (f16), 2^-133 (bf16): the spacing of `dtype`'s subnormals.
+double smallest_subnormal(ir::DType dtype);
 
 }  // namespace mlpc::runtime
