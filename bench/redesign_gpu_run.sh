@@ -4,6 +4,7 @@
 # on the same measurements), the GPU suite, each sample's cold and warm -O2 compile, and the
 # PyTorch harness for both binaries. Writes logs under OUT.
 # Usage: bench/redesign_gpu_run.sh OUT [PARTS]   PARTS: comma list of plans,suite,compile,compare
+# All four take longer than one device call allows: run suite, then plans,compile, then compare.
 set -uo pipefail
 out=${1:?usage: bench/redesign_gpu_run.sh OUT [PARTS]}
 parts=${2:-plans,suite,compile,compare}
