@@ -108,5 +108,8 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+// Clang before 17 does not deduce an aggregate's template arguments from its initializers.
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 }  // namespace mlpc::codegen
