@@ -12,6 +12,7 @@
 #include "codegen/gated_gemm_kernel.h"
 #include "codegen/mma_gemm_kernel.h"
 #include "codegen/pointwise_kernel.h"
+#include "codegen/rewrite_site.h"
 #include "ir/error.h"
 
 namespace mlpc::codegen {
@@ -246,24 +247,31 @@ void for_each_match(const Plan& plan, const ir::Graph& g, F&& f) {
 
 }  // namespace
 
-void apply_gated_gemms(Plan& plan, const ir::Graph& g, const GatedGemmDecider& decider) {
-  if (!decider) return;
+void apply_gated_gemms(Plan& plan, const ir::Graph& g, const Lowering& lowering) {
   bool changed = false;
   for_each_match(plan, g, [&](const ir::Node& region, size_t ks, const Match& m) {
     const Combine combine = combine_of(region, m);
-    std::vector<KernelStep> kernels = {
-        gated_step(plan, region, std::get<KernelStep>(plan.steps[ks]), m, combine)};
-    if (auto mma = mma_gated_step(kernels[0], region, m, combine))
-      kernels.push_back(std::move(*mma));
-    std::vector<Step> replaced;
-    for (size_t s : m.gemm_steps) replaced.push_back(plan.steps[s]);
-    replaced.push_back(plan.steps[ks]);
-    KernelChoice c = decider(plan, kernels, replaced);
-    // The choice is recorded under the Hopper kernel's name whichever kernel it takes: one line
-    // per gated pattern, named as before.
-    plan.choices.push_back({kernels[0].name, c.use_kernel, std::move(c.why)});
-    if (!c.use_kernel) return false;
-    plan.steps[ks] = std::move(kernels.at(c.kernel));
+    const KernelStep hopper =
+        gated_step(plan, region, std::get<KernelStep>(plan.steps[ks]), m, combine);
+    // The site is recorded under the Hopper kernel's name whichever kernel it takes: one line
+    // per gated pattern.
+    RewriteSite site{.kind = passes::ChoiceKind::Gated, .step = hopper.name, .n = m.n, .k = m.k,
+                     .dtype = region.type.dtype, .plan = &plan};
+    for (size_t s : m.gemm_steps) {
+      const auto& gemm = std::get<GemmStep>(plan.steps[s]);
+      site.nodes.insert(site.nodes.end(), gemm.ir_nodes.begin(), gemm.ir_nodes.end());
+      site.replaced.push_back(gemm);
+    }
+    site.nodes.push_back(region.name);
+    site.replaced.push_back(plan.steps[ks]);
+    if (auto mma = mma_gated_step(hopper, region, m, combine))
+      site.options.push_back({.impl = ir::Impl::GatedMma, .rewritten = {std::move(*mma)}});
+    site.options.insert(site.options.begin(),
+                        SiteOption{.impl = ir::Impl::GatedWgmma, .rewritten = {hopper}});
+    const std::optional<size_t> taken = lowering.pick(site);
+    lowering.record(plan, site, taken.has_value());
+    if (!taken) return false;
+    plan.steps[ks] = std::move(site.options[*taken].rewritten.front());
     for (auto s = m.gemm_steps.rbegin(); s != m.gemm_steps.rend(); ++s)
       plan.steps.erase(plan.steps.begin() + static_cast<std::ptrdiff_t>(*s));
     changed = true;

@@ -1,4 +1,4 @@
-// Finds gated GEMMs in a built plan and, where the decider says so, replaces them by one
+// Finds gated GEMMs in a built plan and, where the lowering picks it, replaces them by one
 // generated kernel (codegen/gated_gemm_kernel.h): a pointwise kernel whose only operands are
 // the outputs of two plain GEMMs of the same input (gate and up), or the two halves of their
 // merged GEMM, each read by nothing else. The GEMM steps and the kernel step become one step
@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "codegen/plan_builder.h"
+#include "codegen/plan.h"
 #include "ir/graph.h"
 
 namespace mlpc::codegen {
@@ -18,7 +18,6 @@ namespace mlpc::codegen {
 // pointwise kernels have it (codegen/cuda_ops.h).
 std::string gated_combine_helper(ir::Op op);
 
-// `g` is the graph `plan` was built from. Records each decision in plan.choices.
-void apply_gated_gemms(Plan& plan, const ir::Graph& g, const GatedGemmDecider& decider);
+// The rewrite itself is codegen/rewrite_site.h's apply_gated_gemms.
 
 }  // namespace mlpc::codegen

@@ -161,9 +161,9 @@ struct LaunchDims {
 // (pointwise_kernel.h, reduction_kernel.h, small_gemm_kernel.h, mma_gemm_kernel.h; the gated
 // GEMM's in gated_gemm_kernel.h, launched with its TMA descriptors by the executor).
 
-// A choice made while building the plan, with its measured reason: whether a GEMM runs as a
-// generated kernel (codegen/plan_builder.h's SmallGemmDecider), two GEMMs and their gating
-// kernel as one gated GEMM (GatedGemmDecider), or an f32 GEMM as 3xTF32 (Tf32x3Decider).
+// A choice kernel selection made (passes/select_kernels.h), with its measured reason, noted on
+// the step it concerns: whether a GEMM runs as a generated kernel, two GEMMs and their gating
+// kernel as one gated GEMM, an f32 GEMM as 3xTF32 or reading x (and w) transposed.
 struct StepChoice {
   std::string step;   // the step's name, e.g. "gemm_h1"
   bool taken = false; // the generated kernel (or 3xTF32) was chosen over the plain GEMM

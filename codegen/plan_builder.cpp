@@ -1,4 +1,5 @@
 #include "codegen/plan_builder.h"
+#include "codegen/rewrite_site.h"
 
 #include <fmt/format.h>
 
@@ -99,32 +100,26 @@ void add_beyond_cublaslt(Plan& plan, const ir::Graph& g, GemmStep s,
   plan.steps.push_back(std::move(pk));
 }
 
-// Each GEMM step a generated kernel can compute becomes one where options say so (every one the
-// CUDA-core kernel can, or the decider's pick among the candidates, recorded in plan.choices).
-void apply_small_gemms(Plan& plan, const PlanOptions& options,
-                       std::set<std::string>& kernel_names) {
-  if (!options.small_gemms && !options.small_gemm_decider) return;
+// Each GEMM step a generated kernel can compute is a site: its options are those kernels (the
+// CUDA-core one where it applies, then the tensor-core one); one with none still is, so that its
+// record says why it stays a cuBLASLt call.
+void apply_small_gemms(Plan& plan, const Lowering& lowering, std::set<std::string>& kernel_names) {
   for (Step& step : plan.steps) {
     const auto* s = std::get_if<GemmStep>(&step);
     if (!s) continue;
-    std::optional<KernelStep> kernel;
-    if (options.small_gemms) {
-      kernel = generate_small_gemm_kernel(*s);
-    } else {
-      std::vector<KernelStep> candidates;
-      for (auto* make : {&generate_small_gemm_kernel, &generate_mma_gemm_kernel})
-        if (auto k = make(*s)) candidates.push_back(std::move(*k));
-      if (candidates.empty()) {  // still said: every GEMM's line tells how it runs
-        plan.choices.push_back({s->name, false, no_kernel_reason(*s)});
-        continue;
-      }
-      KernelChoice c = options.small_gemm_decider(plan, *s, candidates);
-      plan.choices.push_back({s->name, c.use_kernel, std::move(c.why)});
-      if (c.use_kernel) kernel = std::move(candidates.at(c.kernel));
-    }
-    if (!kernel) continue;
-    kernel->name = take_unique_name(kernel_names, kernel->name);
-    step = std::move(*kernel);
+    RewriteSite site{.kind = passes::ChoiceKind::SmallGemm, .step = s->name, .nodes = s->ir_nodes,
+                     .n = s->n, .k = s->k, .dtype = s->dtype, .plan = &plan, .replaced = {*s}};
+    if (auto k = generate_small_gemm_kernel(*s))
+      site.options.push_back({.impl = ir::Impl::Simt, .rewritten = {std::move(*k)}});
+    if (auto k = generate_mma_gemm_kernel(*s))
+      site.options.push_back({.impl = ir::Impl::Mma, .rewritten = {std::move(*k)}});
+    if (site.options.empty()) site.detail = no_kernel_reason(*s);
+    const std::optional<size_t> taken = lowering.pick(site);
+    lowering.record(plan, site, taken.has_value());
+    if (!taken) continue;
+    KernelStep kernel = std::get<KernelStep>(std::move(site.options[*taken].rewritten.front()));
+    kernel.name = take_unique_name(kernel_names, kernel.name);
+    step = std::move(kernel);
   }
 }
 
@@ -180,6 +175,10 @@ void share_identical_kernels(Plan& plan, const std::map<std::string, std::string
 }  // namespace
 
 Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
+  return lower_plan(g, lowering_from_ir(g, options.records));
+}
+
+Plan lower_plan(const ir::Graph& g, const Lowering& lowering) {
   Plan plan;
   plan.graph_name = g.name;
   std::vector<int> buffer_of(g.size(), -1);
@@ -256,11 +255,11 @@ Plan build_plan(const ir::Graph& g, const PlanOptions& options) {
     }
   }
   // Gated GEMMs first: gate and up become one kernel only while both are plain GEMM steps, so
-  // their own small-GEMM decisions (below) come after, for what the gated ones leave.
-  apply_gated_gemms(plan, g, options.gated_gemm_decider);
-  apply_small_gemms(plan, options, kernel_names);
-  apply_tf32x3(plan, g, options.tf32x3_decider);
-  apply_transposed_x(plan, g, options.transposed_x_decider);
+  // their own small-GEMM sites (below) come after, for what the gated ones leave.
+  apply_gated_gemms(plan, g, lowering);
+  apply_small_gemms(plan, lowering, kernel_names);
+  apply_tf32x3(plan, g, lowering);
+  apply_transposed_x(plan, g, lowering);
   share_identical_kernels(plan, structure);
   return plan;
 }

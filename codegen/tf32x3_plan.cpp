@@ -12,6 +12,7 @@
 #include "codegen/cuda_ops.h"
 #include "codegen/elementwise_producer.h"
 #include "codegen/pointwise_kernel.h"
+#include "codegen/rewrite_site.h"
 #include "codegen/tf32x3.h"
 #include "ir/error.h"
 
@@ -96,8 +97,7 @@ bool needs_tf32x3_tolerance(const Plan& plan) {
   });
 }
 
-void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) {
-  if (!decider) return;
+void apply_tf32x3(Plan& plan, const ir::Graph& g, const Lowering& lowering) {
   bool changed = false;
   std::map<int, int> split_x;  // x -> its split buffer, once a taken rewrite made one
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -149,12 +149,21 @@ void apply_tf32x3(Plan& plan, const ir::Graph& g, const Tf32x3Decider& decider) 
     const auto at = trial.steps.begin() + static_cast<std::ptrdiff_t>(i + inserted);
     *at = chunks.front();
     trial.steps.insert(at + 1, chunks.begin() + 1, chunks.end());
-    KernelChoice c = decider(plan, replaced, trial, rewritten);
+    RewriteSite site{.kind = passes::ChoiceKind::Tf32x3, .step = gemm->name,
+                     .nodes = gemm->ir_nodes, .n = gemm->n, .k = gemm->k, .dtype = gemm->dtype,
+                     .plan = &plan, .replaced = replaced,
+                     .detail = ieee_chunk > 0
+                                   ? fmt::format("K in {} chunks of {}", chunks.size(), chunk)
+                                   : fmt::format("one chunk, K = {} (less accurate than IEEE fp32)",
+                                                 gemm->k),
+                     .below_ieee = ieee_chunk <= 0};
+    site.options.push_back(
+        {.impl = ir::Impl::Tf32x3, .trial = std::move(trial), .rewritten = std::move(rewritten)});
+    const bool take = lowering.pick(site).has_value();
     const int x = gemm->x;
-    StepChoice choice{gemm->name, c.use_kernel, std::move(c.why)};
-    if (c.use_kernel) plan = std::move(trial);
-    plan.choices.push_back(std::move(choice));
-    if (!c.use_kernel) continue;
+    if (take) plan = std::move(*site.options.front().trial);
+    lowering.record(plan, site, take);
+    if (!take) continue;
     split_x[x] = std::get<GemmStep>(plan.steps[i + inserted]).x;
     i += inserted + chunks.size() - 1;
     changed = true;

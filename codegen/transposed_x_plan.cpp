@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "codegen/elementwise_producer.h"
+#include "codegen/rewrite_site.h"
 
 namespace mlpc::codegen {
 namespace {
@@ -20,9 +21,9 @@ int transposed_param(Plan& plan, int w) {
   return static_cast<int>(plan.buffers.size()) - 1;
 }
 
-// Once x is transposed: whether the GEMM at `i` also reads its weight transposed. The kernel at
-// `producer` (writing x) is timed with it on both sides: the GEMM's x comes from a step.
-void try_transposed_w(Plan& plan, size_t i, size_t producer, const TransposedXDecider& decider) {
+// Once x is transposed: the site where the GEMM at `i` also reads its weight transposed. The
+// kernel at `producer` (writing x) is in both fragments: the GEMM's x comes from a step.
+void try_transposed_w(Plan& plan, size_t i, size_t producer, const Lowering& lowering) {
   const auto& gemm = std::get<GemmStep>(plan.steps[i]);
   const Buffer& wb = plan.buffers[static_cast<size_t>(gemm.w)];
   if (!wb.uploaded() || wb.role != BufferRole::Param || wb.view_of >= 0 ||
@@ -33,16 +34,20 @@ void try_transposed_w(Plan& plan, size_t i, size_t producer, const TransposedXDe
   rewritten.w = transposed_param(trial, gemm.w);
   rewritten.w_transposed = true;
   const Step& kernel = plan.steps[producer];
-  KernelChoice c = decider(plan, {kernel, gemm}, trial, {kernel, rewritten});
-  StepChoice choice{gemm.name, c.use_kernel, std::move(c.why)};
-  if (c.use_kernel) plan = std::move(trial);
-  plan.choices.push_back(std::move(choice));
+  RewriteSite site{.kind = passes::ChoiceKind::TransposedW, .step = gemm.name,
+                   .nodes = gemm.ir_nodes, .n = gemm.n, .k = gemm.k, .dtype = gemm.dtype,
+                   .plan = &plan, .replaced = {kernel, gemm}};
+  Step rewritten_step = rewritten;
+  site.options.push_back({.impl = ir::Impl::CublasltXtWt, .trial = std::move(trial),
+                          .rewritten = {kernel, std::move(rewritten_step)}});
+  const bool take = lowering.pick(site).has_value();
+  if (take) plan = std::move(*site.options.front().trial);
+  lowering.record(plan, site, take);
 }
 
 }  // namespace
 
-void apply_transposed_x(Plan& plan, const ir::Graph& g, const TransposedXDecider& decider) {
-  if (!decider) return;
+void apply_transposed_x(Plan& plan, const ir::Graph& g, const Lowering& lowering) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const auto* gemm = std::get_if<GemmStep>(&plan.steps[i]);
     if (!gemm || gemm->dtype != ir::DType::F32 || gemm->tf32x3 || gemm->x_transposed ||
@@ -52,16 +57,20 @@ void apply_transposed_x(Plan& plan, const ir::Graph& g, const TransposedXDecider
     if (!producer) continue;
     Plan trial = plan;
     const KernelStep k = regenerated(plan, g, *producer, {.store = Store::Transposed});
-    const std::vector<Step> replaced{plan.steps[producer->step], *gemm};
     trial.steps[producer->step] = k;
     auto& new_gemm = std::get<GemmStep>(trial.steps[i]);
     new_gemm.x_transposed = true;
     trial.buffers[static_cast<size_t>(gemm->x)].transposed = true;
-    KernelChoice c = decider(plan, replaced, trial, {k, new_gemm});
-    StepChoice choice{gemm->name, c.use_kernel, std::move(c.why)};
-    if (c.use_kernel) plan = std::move(trial);
-    plan.choices.push_back(std::move(choice));
-    if (c.use_kernel) try_transposed_w(plan, i, producer->step, decider);
+    RewriteSite site{.kind = passes::ChoiceKind::TransposedX, .step = gemm->name,
+                     .nodes = gemm->ir_nodes, .n = gemm->n, .k = gemm->k, .dtype = gemm->dtype,
+                     .plan = &plan, .replaced = {plan.steps[producer->step], *gemm}};
+    Step new_step = new_gemm;
+    site.options.push_back({.impl = ir::Impl::CublasltXt, .trial = std::move(trial),
+                            .rewritten = {k, std::move(new_step)}});
+    const bool take = lowering.pick(site).has_value();
+    if (take) plan = std::move(*site.options.front().trial);
+    lowering.record(plan, site, take);
+    if (take) try_transposed_w(plan, i, producer->step, lowering);
   }
 }
 

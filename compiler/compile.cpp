@@ -6,6 +6,8 @@
 #include "codegen/plan_builder.h"
 #include "compiler/logs.h"
 #include "compiler/speculative_builds.h"
+#include "compiler/tuning.h"
+#include "passes/select_kernels.h"
 #include "runtime/jit/build_log.h"
 #include "runtime/device/device.h"
 #include "runtime/jit/kernel_builds.h"
@@ -14,6 +16,15 @@
 namespace mlpc {
 using Clock = std::chrono::steady_clock;
 using runtime::ms_since;
+
+passes::SelectOptions select_options(const CompileOptions& o, const std::string& arch) {
+  return {.small_gemms = o.small_gemms,
+          .gated_gemms = o.gated_gemms,
+          .fp32_gemms = o.fp32_gemms,
+          .transposed_x = o.transposed_x,
+          .rows = decide_rows(o),
+          .arch = arch};
+}
 
 CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   CompiledGraph c;
@@ -33,20 +44,20 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
           .epilogue_decider = epilogue_decider(options.measure_epilogues, rows)});
   c.passes_ms = ms_since(phase);
   phase = Clock::now();
-  const DecisionCosts before = decision_costs();
-  c.plan = codegen::build_plan(
-      c.pipeline.graph,
-      {.small_gemms = options.small_gemms == SmallGemms::On,
-       .small_gemm_decider = small_gemm_decider(options.small_gemms, rows, options.use_cache),
-       .gated_gemm_decider =
-           gated_gemm_decider(options.gated_gemms, rows, c.arch, options.use_cache),
-       .tf32x3_decider = tf32x3_decider(options.fp32_gemms, rows, options.use_cache),
-       .transposed_x_decider =
-           transposed_x_decider(options.transposed_x, rows, options.use_cache)});
+  // Kernel selection: the tuning step measures, the pass decides, codegen lowers what it says.
+  passes::SelectOptions select = select_options(options, c.arch);
+  std::vector<passes::KernelRecord> records;
+  if (select.any()) {
+    const TuningResult tuned = tune_kernels(c.pipeline.graph, select, options.use_cache);
+    select.measured = tuned.measured;
+    c.plan_build_wait_ms = tuned.build_wait_ms;
+    c.plan_timing_ms = tuned.timing_ms;
+    passes::run_pass(c.pipeline, "select-kernels", [&](ir::Graph& x) {
+      return passes::select_kernels(x, tuned.candidates, select, &records);
+    });
+  }
+  c.plan = codegen::build_plan(c.pipeline.graph, {.records = &records});
   c.plan_ms = ms_since(phase);
-  const DecisionCosts after = decision_costs();
-  c.plan_build_wait_ms = after.build_wait_ms - before.build_wait_ms;
-  c.plan_timing_ms = after.timing_ms - before.timing_ms;
   log_compile(c, logs);  // MLPC_LOGS: before NVRTC, so a kernel that fails to build is shown
   if (!options.build_kernels) return c;
   auto t0 = Clock::now();

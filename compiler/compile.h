@@ -7,6 +7,7 @@
 
 #include "codegen/plan.h"
 #include "compiler/gemm_decisions.h"
+#include "passes/kernel_rules.h"
 #include "passes/pipeline.h"
 
 namespace mlpc {
@@ -52,18 +53,21 @@ inline int64_t decide_rows(const CompileOptions& options) {
   return options.decide_rows > 0 ? options.decide_rows : kDefaultDecideRows;
 }
 
+// What kernel selection is asked to choose for `arch` (not yet whether it has times).
+passes::SelectOptions select_options(const CompileOptions& options, const std::string& arch);
+
 struct CompiledGraph {
   passes::PipelineResult pipeline;
   codegen::Plan plan;
   std::map<std::string, std::vector<char>> cubins;  // KernelStep::cubin_symbol() -> CUBIN
   std::string arch;
-  // Wall time of each phase. passes_ms and plan_ms include the -O2 decisions measured on the GPU
-  // (merged and epilogue GEMMs in the passes; small, gated and 3xTF32 GEMMs in the plan: each
-  // times both alternatives, NVRTC of their kernels included).
+  // Wall time of each phase. passes_ms includes the passes' measured decisions (merged and
+  // epilogue GEMMs); plan_ms the tuning step (compiler/tuning.h: NVRTC of the candidates'
+  // kernels and their timing), kernel selection and the lowering.
   double passes_ms = 0.0;
   double plan_ms = 0.0;
-  double plan_build_wait_ms = 0.0;  // of plan_ms: the decisions waiting for their kernels' builds
-  double plan_timing_ms = 0.0;      // of plan_ms: the decisions timing alternatives on the GPU
+  double plan_build_wait_ms = 0.0;  // of plan_ms: tuning waiting for its kernels' builds
+  double plan_timing_ms = 0.0;      // of plan_ms: tuning timing fragments on the GPU
   double nvrtc_ms = 0.0;    // NVRTC's time summed over the plan's kernels it built (cache misses)
   double compile_ms = 0.0;  // wall time of building the plan's kernels (in parallel), hits included
   // Kernels found in the on-disk cache / built by NVRTC; hits + misses = number of kernels.

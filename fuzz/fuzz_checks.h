@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codegen/candidates.h"
 #include "codegen/memory_plan.h"
 #include "codegen/plan_builder.h"
 #include "ir/error.h"
@@ -19,6 +20,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
+#include "passes/select_kernels.h"
 
 namespace mlpc::fuzz {
 
@@ -96,34 +98,29 @@ inline void check_pipeline(std::string_view text) {
       r = passes::run_pipeline(g, o);
       ir::verify(r.graph);
       plans.push_back(codegen::build_plan(r.graph));
-      plans.push_back(codegen::build_plan(r.graph, {.small_gemms = true}));
-      // Every gated GEMM as each candidate kernel (the Hopper one, then the mma one where the
-      // shape allows it), every small GEMM as the tensor-core mma kernel where it can.
-      for (bool last : {false, true}) {
-        plans.push_back(codegen::build_plan(
-            r.graph, {.gated_gemm_decider = [last](const codegen::Plan&,
-                                                   const std::vector<codegen::KernelStep>& ks,
-                                                   const std::vector<codegen::Step>&) {
-                        return codegen::KernelChoice{true, "fuzz: every gated GEMM",
-                                                     last ? ks.size() - 1 : 0};
-                      }}));
+      // Kernel selection forced each way it can go without a GPU (the asked-for modes): every
+      // GEMM as the CUDA-core kernel, as the mma kernel, every gated GEMM as each kernel, every
+      // f32 GEMM as 3xTF32, every f32 GEMM's x and w transposed; each selected graph prints and
+      // parses back with its impls.
+      const passes::SelectOptions forced[] = {
+          {.small_gemms = passes::SmallGemms::On},
+          {.small_gemms = passes::SmallGemms::Mma},
+          {.gated_gemms = passes::GatedGemms::On},
+          {.gated_gemms = passes::GatedGemms::Mma},
+          {.fp32_gemms = passes::Fp32Gemms::Tf32x3},
+          {.transposed_x = passes::TransposedX::On},
+      };
+      const std::vector<codegen::CandidateFragments> cands = codegen::enumerate_candidates(r.graph);
+      std::vector<passes::KernelCandidate> candidates;
+      for (const codegen::CandidateFragments& c : cands) candidates.push_back(c.candidate);
+      for (const passes::SelectOptions& so : forced) {
+        ir::Graph selected = r.graph;
+        std::vector<passes::KernelRecord> records;
+        passes::select_kernels(selected, candidates, so, &records);
+        ir::verify(selected);
+        check_round_trip(selected, "graph after kernel selection");
+        plans.push_back(codegen::build_plan(selected, {.records = &records}));
       }
-      plans.push_back(codegen::build_plan(
-          r.graph, {.small_gemm_decider = [](const codegen::Plan&, const codegen::GemmStep&,
-                                             const std::vector<codegen::KernelStep>& ks) {
-                      return codegen::KernelChoice{true, "fuzz: the last kernel", ks.size() - 1};
-                    }}));
-      plans.push_back(codegen::build_plan(
-          r.graph, {.tf32x3_decider = [](const codegen::Plan&, const std::vector<codegen::Step>&,
-                                         const codegen::Plan&, const std::vector<codegen::Step>&) {
-                      return codegen::KernelChoice{true, "fuzz: every f32 GEMM as 3xTF32"};
-                    }}));
-      plans.push_back(codegen::build_plan(
-          r.graph,
-          {.transposed_x_decider = [](const codegen::Plan&, const std::vector<codegen::Step>&,
-                                      const codegen::Plan&, const std::vector<codegen::Step>&) {
-             return codegen::KernelChoice{true, "fuzz: every f32 GEMM's x and w transposed"};
-           }}));
     } catch (const Error& e) {
       broken(std::string("a verified graph failed in the passes or codegen: ") + e.what());
     }

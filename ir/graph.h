@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/impl.h"
 #include "ir/op.h"
 #include "ir/type.h"
 
@@ -56,6 +57,7 @@ struct Node {
   std::string symbol;                 // fused.pointwise: the kernel name
   std::shared_ptr<const Graph> body;  // fused.pointwise: the region
   GemmEpilogue epilogue;              // matmul: what it applies before the store
+  Impl impl = Impl::Auto;             // matmul, fused.pointwise: how it runs (ir/impl.h)
   SourceLoc loc;
 };
 

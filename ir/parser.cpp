@@ -89,7 +89,8 @@ class Parser {
   int64_t dim();
   Operand value(const Scope& s);
   std::vector<Operand> values(const Scope& s);
-  std::vector<Operand> matmul_operands(const Scope& s, GemmEpilogue& e);
+  std::vector<Operand> matmul_operands(const Scope& s, GemmEpilogue& e, Impl& impl);
+  Impl impl_attribute();
   NodeId add(Scope& s, Node n, SourceLoc op_loc);
   void define(Scope& s, const Token& name, NodeId id);
   void check_fresh(const Scope& s, const Token& name) const;
@@ -162,13 +163,14 @@ std::vector<Operand> Parser::values(const Scope& s) {
 
 // `%x, %w` and the epilogue's attributes, each at most once and in any order:
 // `, bias %b`, `, act relu`, `, residual %r`. Returns x, W, then the bias and the residual.
-std::vector<Operand> Parser::matmul_operands(const Scope& s, GemmEpilogue& e) {
+std::vector<Operand> Parser::matmul_operands(const Scope& s, GemmEpilogue& e, Impl& impl) {
   std::vector<Operand> out{value(s)};
   expect(Tok::Comma, "','");
   out.push_back(value(s));
   std::optional<Operand> bias, residual;
   while (accept(Tok::Comma)) {
-    Token kw = expect(Tok::Ident, "a matmul epilogue attribute (bias %b, act OP or residual %r)");
+    Token kw = expect(Tok::Ident,
+                      "a matmul attribute (bias %b, act OP, residual %r or impl NAME)");
     auto once = [&](bool seen) {
       if (seen) fail(kw.loc, fmt::format("matmul has '{}' twice", kw.text));
     };
@@ -188,8 +190,11 @@ std::vector<Operand> Parser::matmul_operands(const Scope& s, GemmEpilogue& e) {
         fail(a.loc, fmt::format("'{}' is not a matmul epilogue activation (relu, gelu, "
                                 "gelu_tanh, silu, sigmoid, tanh)", a.text));
       e.act = act;
+    } else if (kw.text == "impl") {
+      once(impl != Impl::Auto);
+      impl = impl_attribute();
     } else {
-      fail(kw.loc, fmt::format("unknown matmul attribute {} (expected bias, act or residual)",
+      fail(kw.loc, fmt::format("unknown matmul attribute {} (expected bias, act, residual or impl)",
                                describe(kw)));
     }
   }
@@ -247,6 +252,17 @@ Parser::Returned Parser::block(Scope& s, bool in_region, SourceLoc open) {
   return {ret, std::move(out)};
 }
 
+// The name after `impl`: one of ir/impl.h's.
+Impl Parser::impl_attribute() {
+  Token t = expect(Tok::Ident, "an implementation (cublaslt, simt, mma, gated_wgmma, ...)");
+  auto impl = parse_impl(t.text);
+  if (!impl || *impl == Impl::Auto)
+    fail(t.loc, fmt::format("unknown implementation '{}' (expected cublaslt, cublaslt_xt, "
+                            "cublaslt_xt_wt, tf32x3, simt, mma, gated_wgmma or gated_mma)",
+                            t.text));
+  return *impl;
+}
+
 void Parser::statement(Scope& s, bool in_region) {
   if (tok_.kind != Tok::Value)
     fail(tok_.loc, fmt::format("expected a statement ('%name = op ...' or 'return'), got {}",
@@ -281,6 +297,10 @@ void Parser::statement(Scope& s, bool in_region) {
     expect(Tok::LParen, "'('");
     operands = values(s);
     expect(Tok::RParen, "',' or ')'");
+    if (tok_.kind == Tok::Ident && tok_.text == "impl") {
+      advance();
+      n.impl = impl_attribute();
+    }
   } else if (has_scalar(*op)) {  // the operands, then the scalar: `scale %x, 0.5`
     for (int k = 0; k < op_arity(*op); ++k) {
       operands.push_back(value(s));
@@ -298,7 +318,7 @@ void Parser::statement(Scope& s, bool in_region) {
       fail(op_tok.loc, fmt::format("'{}' takes 3 operands, got {}", old->name, operands.size()));
     n.epilogue = old->epilogue;
   } else if (*op == Op::MatMul) {
-    operands = matmul_operands(s, n.epilogue);
+    operands = matmul_operands(s, n.epilogue, n.impl);
   } else if (*op != Op::Param) {
     operands = values(s);
   }

@@ -27,7 +27,8 @@ class Printer {
         case Op::Param: out_ += " " + type(n.type) + "\n"; continue;
         case Op::FusedPointwise:
         case Op::FusedReduction:
-          out_ += fmt::format(" @{}({}) : {} {{\n", n.symbol, operands(g, n), type(n.type));
+          out_ += fmt::format(" @{}({}){} : {} {{\n", n.symbol, operands(g, n), impl(n),
+                              type(n.type));
           body(*n.body, indent + 2);
           out_ += pad + "}\n";
           continue;
@@ -57,7 +58,13 @@ class Printer {
     if (e.bias) s += ", bias " + name(2);
     if (e.act) s += fmt::format(", act {}", op_name(*e.act));
     if (e.residual) s += ", residual " + name(n.operands.size() - 1);
+    if (n.impl != Impl::Auto) s += fmt::format(", impl {}", impl_name(n.impl));
     return s;
+  }
+
+  // A region's implementation, when one was selected: ` impl gated_wgmma`.
+  static std::string impl(const Node& n) {
+    return n.impl == Impl::Auto ? "" : fmt::format(" impl {}", impl_name(n.impl));
   }
 
   std::string out_;

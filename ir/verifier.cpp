@@ -103,6 +103,7 @@ class Verifier {
     } else if (n.body || !n.symbol.empty()) {
       fail("only fused.pointwise and fused.reduction nodes have a region and a kernel symbol");
     }
+    if (std::string why = impl_error(n); !why.empty()) fail(why);
     if (n.op == Op::Scale && !std::isfinite(n.scalar))
       fail(fmt::format("scale factor must be finite, got {}", n.scalar));
     if (n.op == Op::AddScalar && !std::isfinite(n.scalar))
@@ -136,6 +137,25 @@ class Verifier {
                        to_string(n.type, g.batch_symbol), to_string(r.type, g.batch_symbol)));
     if (is_fused(n.op)) region_names(g, i, region);
     if (n.op == Op::Return && i + 1 != g.size()) fail("the return must be the last node");
+  }
+
+  // What is wrong with node `n`'s implementation (ir/impl.h), or "": only matmuls and
+  // fused.pointwise regions (a gated kernel's combine) have one, and each suits its dtype.
+  static std::string impl_error(const Node& n) {
+    if (n.impl == Impl::Auto) return {};
+    const std::string_view name = impl_name(n.impl);
+    if (n.op == Op::FusedPointwise)
+      return is_gated(n.impl) ? std::string()
+                              : fmt::format("a fused.pointwise region's impl is gated_wgmma or "
+                                            "gated_mma, not {}", name);
+    if (n.op != Op::MatMul) return fmt::format("only a matmul or a region has an impl ({})", name);
+    const bool f32 = n.type.dtype == DType::F32;
+    const bool f32_only = n.impl == Impl::CublasltXt || n.impl == Impl::CublasltXtWt ||
+                          n.impl == Impl::Tf32x3;
+    const bool half_only = n.impl == Impl::Mma || is_gated(n.impl);
+    if ((f32_only && !f32) || (half_only && f32))
+      return fmt::format("impl {} does not run {} GEMMs", name, dtype_name(n.type.dtype));
+    return {};
   }
 
   // The printer does not spell a region's inputs: the parser names them after the operands.

@@ -13,18 +13,24 @@
 
 namespace mlpc::passes {
 
+bool run_pass(PipelineResult& r, const std::string& name,
+              const std::function<bool(ir::Graph&)>& pass) {
+  auto t0 = std::chrono::steady_clock::now();
+  const bool changed = pass(r.graph);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (changed) ir::verify(r.graph);
+  r.passes.push_back({name, changed, ms, changed ? ir::print(r.graph) : std::string()});
+  return changed;
+}
+
 PipelineResult run_pipeline(ir::Graph g, const PipelineOptions& options) {
   PipelineResult result;
   ir::verify(g);
   result.input_ir = ir::print(g);
-
-  auto run = [&](const char* name, auto&& pass) {
-    auto t0 = std::chrono::steady_clock::now();
-    bool changed = pass(g);
-    double ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - t0).count();
-    if (changed) ir::verify(g);
-    result.passes.push_back({name, changed, ms, changed ? ir::print(g) : std::string()});
+  result.graph = std::move(g);
+  auto run = [&](const char* name, const std::function<bool(ir::Graph&)>& pass) {
+    run_pass(result, name, pass);
   };
 
   run("expand-composites", expand_composites);
@@ -48,7 +54,6 @@ PipelineResult run_pipeline(ir::Graph g, const PipelineOptions& options) {
     run("isolate-pointwise", isolate_pointwise);
   // Fusion can leave a producer dead once every user recomputes it.
   run("dce", dce);
-  result.graph = std::move(g);
   return result;
 }
 

@@ -2,6 +2,7 @@
 // changed the graph; each pass is timed and the IR after it is kept when it changed.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,10 @@ struct PipelineResult {
 };
 
 PipelineResult run_pipeline(ir::Graph g, const PipelineOptions& options);
+
+// Runs one more pass on `r.graph`, as the pipeline runs each: timed, verified when it changed
+// the graph, its IR kept (compile() runs kernel selection so, after tuning). Returns `changed`.
+bool run_pass(PipelineResult& r, const std::string& name,
+              const std::function<bool(ir::Graph&)>& pass);
 
 }  // namespace mlpc::passes

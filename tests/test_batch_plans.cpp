@@ -39,7 +39,7 @@ struct DecodeRule {
     ++calls;
     rows_seen.push_back(o.decide_rows);
     CompileOptions forced = o;
-    const bool decode = o.decide_rows <= kMmaGemmMaxRows;
+    const bool decode = o.decide_rows <= passes::kMmaGemmMaxRows;
     forced.small_gemms = decode ? SmallGemms::Mma : SmallGemms::Off;
     forced.gated_gemms = decode ? GatedGemms::Mma : GatedGemms::On;
     return compile(g, forced);

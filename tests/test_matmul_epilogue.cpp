@@ -113,10 +113,11 @@ TEST_CASE("parse errors: matmul epilogues", "[matmul][parser]") {
   CHECK(err(in_func("  %y = matmul %x, %w, act relu, act relu : f32[M, 4]")) ==
         "file.mlp:4:33: error: matmul has 'act' twice");
   CHECK(err(in_func("  %y = matmul %x, %w, scale %b : f32[M, 4]")) ==
-        "file.mlp:4:23: error: unknown matmul attribute 'scale' (expected bias, act or residual)");
+        "file.mlp:4:23: error: unknown matmul attribute 'scale' (expected bias, act, residual or "
+        "impl)");
   CHECK(err(in_func("  %y = matmul %x, %w, %b : f32[M, 4]")) ==
-        "file.mlp:4:23: error: expected a matmul epilogue attribute (bias %b, act OP or residual "
-        "%r), got '%b'");
+        "file.mlp:4:23: error: expected a matmul attribute (bias %b, act OP, residual %r or impl "
+        "NAME), got '%b'");
   CHECK(err(in_func("  %y = matmul %x, %w, bias : f32[M, 4]")) ==
         "file.mlp:4:28: error: expected a value (%name), got ':'");
   CHECK(err(in_func("  %y = matmul %x, %w, bias %x : f32[M, 4]")) ==

@@ -1,10 +1,12 @@
 // Tensor-core mma.sync GEMM kernels (codegen/mma_gemm_kernel.h), CPU side: their shapes and
-// launch grids, what they refuse, how plans take them (--small-gemms mma, --gated-gemms mma, a
-// decider's pick among the candidates), and NVRTC builds of every form. Numbers against the
+// launch grids, what they refuse, how plans take them (--small-gemms mma, --gated-gemms mma, kernel
+// selection's pick among the candidates), and NVRTC builds of every form. Numbers against the
 // fp64 reference: tests/gpu/test_gpu_mma_gemm.cpp.
 #include <catch2/catch.hpp>
 
+#include "codegen/candidates.h"
 #include "codegen/mma_gemm_kernel.h"
+#include "passes/select_kernels.h"
 #include "codegen/plan_builder.h"
 #include "compiler/compile.h"
 #include "compiler/gemm_decisions.h"
@@ -105,9 +107,9 @@ TEST_CASE("mma GEMM kernels: block shapes, launch grids and what they refuse", "
   CHECK_FALSE(codegen::generate_mma_gemm_kernel(with_residual));
   CHECK_THROWS_WITH(codegen::generate_mma_gated_source("k", ir::DType::BF16, 64, 48, "", "return g;"),
                     Catch::Contains("k % 32 == 0"));
-  CHECK(mma_gemms_run_on("sm_80"));
-  CHECK(mma_gemms_run_on("sm_90a"));
-  CHECK_FALSE(mma_gemms_run_on("sm_75"));
+  CHECK(passes::mma_gemms_run_on("sm_80"));
+  CHECK(passes::mma_gemms_run_on("sm_90a"));
+  CHECK_FALSE(passes::mma_gemms_run_on("sm_75"));
 }
 
 TEST_CASE("mma GEMM kernels compile with NVRTC in every dtype and epilogue", "[mma_gemm][nvrtc]") {
@@ -167,30 +169,43 @@ TEST_CASE("gated GEMMs asked as mma kernels: gate, up and their combine as one m
   CHECK(std::string(cast.cubins.at(mma_steps(cast.plan)[0]->name).data(), 4) == "\x7f" "ELF");
 }
 
-TEST_CASE("gated deciders see the Hopper kernel, then the mma one, and the plan takes the pick",
-          "[mma_gemm]") {
+TEST_CASE("gated candidates offer the Hopper kernel, then the mma one; the IR's impl picks",
+          "[mma_gemm][select]") {
   CompiledGraph c = compile(make_sample("geglu"), mma_options(SmallGemms::Off, GatedGemms::Off));
-  std::vector<std::string> offered;
-  auto pick = [&](size_t which) {
-    return [&offered, which](const codegen::Plan&, const std::vector<codegen::KernelStep>& ks,
-                             const std::vector<codegen::Step>& replaced) {
-      offered.clear();
-      for (const codegen::KernelStep& k : ks) offered.push_back(k.name);
-      CHECK(replaced.size() == 3);  // gate, up, the gelu*mul kernel
-      return codegen::KernelChoice{true, "picked", which};
-    };
+  std::vector<codegen::CandidateFragments> gated;
+  for (codegen::CandidateFragments& cf : codegen::enumerate_candidates(c.pipeline.graph))
+    if (cf.candidate.kind == passes::ChoiceKind::Gated) gated.push_back(std::move(cf));
+  REQUIRE(gated.size() == 1);
+  const passes::KernelCandidate& cand = gated[0].candidate;
+  CHECK(cand.step == "mlpc_fused_gelu_tanh_mul_0");
+  REQUIRE(cand.options.size() == 2);
+  CHECK(cand.options[0].impl == ir::Impl::GatedWgmma);
+  CHECK(cand.options[1].impl == ir::Impl::GatedMma);
+  CHECK(std::get<codegen::KernelStep>(gated[0].options[1].steps[0]).name ==
+        "mma_mlpc_fused_gelu_tanh_mul_0");
+  CHECK(gated[0].baseline.steps.size() == 3);  // gate, up, the gelu*mul kernel
+  // The matmuls and then the region carry the choice.
+  CHECK(cand.nodes.size() == 3);
+  auto lowered = [&](ir::Impl impl, bool& recorded) {
+    ir::Graph g = c.pipeline.graph;
+    for (ir::Node& n : g.nodes)
+      if (std::find(cand.nodes.begin(), cand.nodes.end(), n.name) != cand.nodes.end())
+        n.impl = impl;
+    const std::vector<passes::KernelRecord> records = {
+        {passes::ChoiceKind::Gated, cand.step, true, "picked"}};
+    codegen::Plan p = codegen::build_plan(g, {.records = &records});
+    recorded = p.choices.size() == 1 && p.choices[0].step == cand.step && p.choices[0].taken;
+    return p;
   };
-  codegen::Plan hopper = codegen::build_plan(c.pipeline.graph, {.gated_gemm_decider = pick(0)});
-  CHECK(offered == std::vector<std::string>{"mlpc_fused_gelu_tanh_mul_0",
-                                            "mma_mlpc_fused_gelu_tanh_mul_0"});
+  bool recorded = false;
+  codegen::Plan hopper = lowered(ir::Impl::GatedWgmma, recorded);
   CHECK(std::get<codegen::KernelStep>(hopper.steps[0]).as<codegen::GatedGemm>());
-  codegen::Plan mma = codegen::build_plan(c.pipeline.graph, {.gated_gemm_decider = pick(1)});
+  codegen::Plan mma = lowered(ir::Impl::GatedMma, recorded);
   const auto& k = std::get<codegen::KernelStep>(mma.steps[0]);
   CHECK(k.as<codegen::GatedMmaGemm>());
   CHECK(mma.launches() == 2);
   // The choice is recorded under the pattern's one name, whichever kernel took it.
-  REQUIRE(mma.choices.size() == 1);
-  CHECK(mma.choices[0].step == "mlpc_fused_gelu_tanh_mul_0");
+  CHECK(recorded);
   // Without a GPU, measuring keeps the steps apart and says so; an arch without mma.sync (and
   // without the Hopper kernel) is refused for both.
   if (runtime::gpu_unavailable_reason()) {
@@ -209,17 +224,25 @@ TEST_CASE("gated deciders see the Hopper kernel, then the mma one, and the plan 
         "the mma one at most 128 rows");
 }
 
-TEST_CASE("small-GEMM deciders: the mma kernel is measured only up to 128 rows", "[mma_gemm]") {
+TEST_CASE("small-GEMM selection: the mma kernel is measured only up to 128 rows", "[mma_gemm]") {
   // Past both limits nothing is timed, and the record says why (no GPU needed to decide that).
-  codegen::SmallGemmDecider d = small_gemm_decider(SmallGemms::Measure, 4096);
-  const codegen::GemmStep g = gemm_step(ir::DType::BF16, 768, 3072, {});
-  std::vector<codegen::KernelStep> ks;
-  ks.push_back(*codegen::generate_mma_gemm_kernel(g));
-  codegen::KernelChoice c = d(codegen::Plan{}, g, ks);
-  CHECK_FALSE(c.use_kernel);
-  CHECK(c.why == "cuBLASLt: 4096 x 768 x 3072 (M x N x K) is past the 2^26 multiply-adds a "
-                 "CUDA-core kernel can win and the 128 rows of the tensor-core mma kernel (not "
-                 "measured)");
+  passes::KernelCandidate cand{.kind = passes::ChoiceKind::SmallGemm, .step = "gemm_y",
+                               .nodes = {"y"}, .n = 768, .k = 3072, .dtype = ir::DType::BF16,
+                               .options = {{.impl = ir::Impl::Mma}}};
+  ir::Graph g = ir::parse(R"(func @f(%x: bf16[M, 3072]) -> bf16[M, 768] {
+  %w = param bf16[768, 3072]
+  %y = matmul %x, %w : bf16[M, 768]
+  return %y
+})");
+  std::vector<passes::KernelRecord> records;
+  passes::select_kernels(g, {cand}, {.small_gemms = SmallGemms::Measure, .rows = 4096,
+                                     .measured = true}, &records);
+  REQUIRE(records.size() == 1);
+  CHECK_FALSE(records[0].taken);
+  CHECK(records[0].why == "cuBLASLt: 4096 x 768 x 3072 (M x N x K) is past the 2^26 "
+                          "multiply-adds a CUDA-core kernel can win and the 128 rows of the "
+                          "tensor-core mma kernel (not measured)");
+  CHECK(g.nodes[2].impl == ir::Impl::Cublaslt);
   // --small-gemms mma: every GEMM the kernel can compute, whatever the rows.
   CompiledGraph all = compile(make_sample("geglu"), mma_options(SmallGemms::Mma, GatedGemms::Off, 8192));
   CHECK(mma_steps(all.plan).size() == 3);

@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "codegen/candidates.h"
 #include "codegen/plan_builder.h"
+#include "ir/printer.h"
+#include "passes/select_kernels.h"
 #include "ir/parser.h"
 #include "codegen/mma_gemm_kernel.h"
 #include "codegen/small_gemm_kernel.h"
@@ -115,56 +118,86 @@ TEST_CASE("plans with --small-gemms: each GEMM one generated kernel, named as th
   for (const codegen::Step& s : c.plan.steps) CHECK(std::holds_alternative<codegen::GemmStep>(s));
 }
 
-TEST_CASE("a small-GEMM decider is asked once per GEMM the kernel can compute, and obeyed",
-          "[small_gemm]") {
+TEST_CASE("small-GEMM candidates are data; selection picks by their times, the plan obeys",
+          "[small_gemm][select]") {
   CompileOptions o{.fusion = true, .epilogues = true, .arch = "sm_90", .build_kernels = false,
                    .measure_epilogues = false};
   CompiledGraph c = compile(make_sample("ffn"), o);
-  std::vector<std::string> asked;
-  // Take the first GEMM asked about, refuse the rest.
-  auto decider = [&](const codegen::Plan& plan, const codegen::GemmStep& g,
-                     const std::vector<codegen::KernelStep>& ks) {
-    // The CUDA-core kernel, then the tensor-core one (bf16, k % 32 == 0, n % 8 == 0).
-    REQUIRE(ks.size() == 2);
-    CHECK(ks[0].name == g.name);
-    CHECK(ks[1].name == "mma_" + g.name);
-    CHECK(ks[1].as<codegen::MmaGemm>()->tile_rows == codegen::kMmaTileRows);
-    CHECK(plan.buffers.size() > static_cast<size_t>(g.y));  // the GEMM's buffers exist
-    asked.push_back(g.name);
-    return codegen::KernelChoice{asked.size() == 1, fmt::format("choice {}", asked.size())};
-  };
-  codegen::Plan p = codegen::build_plan(c.pipeline.graph, {.small_gemm_decider = decider});
-  // ffn at -O2: the gate and up GEMMs are asked about; the down GEMM carries the residual
-  // through C, which the kernel cannot, so it is not, and its choice says why.
-  CHECK(asked == std::vector<std::string>{"gemm_gate", "gemm_up"});
+  std::vector<passes::KernelCandidate> small;
+  for (const codegen::CandidateFragments& cf : codegen::enumerate_candidates(c.pipeline.graph)) {
+    if (cf.candidate.kind != passes::ChoiceKind::SmallGemm) continue;
+    small.push_back(cf.candidate);
+    if (cf.candidate.options.empty()) continue;
+    // The CUDA-core kernel, then the tensor-core one (bf16, k % 32 == 0, n % 8 == 0), each its
+    // own fragment; the baseline is the cuBLASLt step.
+    REQUIRE(cf.options.size() == 2);
+    const auto& simt = std::get<codegen::KernelStep>(cf.options[0].steps.at(0));
+    const auto& mma = std::get<codegen::KernelStep>(cf.options[1].steps.at(0));
+    CHECK(simt.name == cf.candidate.step);
+    CHECK(mma.name == "mma_" + cf.candidate.step);
+    CHECK(mma.as<codegen::MmaGemm>()->tile_rows == codegen::kMmaTileRows);
+    CHECK(std::holds_alternative<codegen::GemmStep>(cf.baseline.steps.at(0)));
+  }
+  // ffn at -O2: the gate and up GEMMs have kernels; the down GEMM carries the residual through
+  // C, which the kernels cannot, so it has none, and says why.
+  REQUIRE(small.size() == 3);
+  CHECK(small[0].step == "gemm_gate");
+  CHECK(small[1].step == "gemm_up");
+  CHECK(small[2].step == "gemm_y");
+  CHECK(small[2].options.empty());
+  // Times as the tuning step would write them: gate's CUDA-core kernel wins, up's kernels lose.
+  small[0].baseline_us = 10.0;
+  small[0].options[0].us = 3.0;
+  small[0].options[1].us = 5.0;
+  small[1].baseline_us = 10.0;
+  small[1].options[0].us = 12.0;
+  small[1].options[1].us = 9.8;  // within the noise margin
+  passes::SelectOptions so{.small_gemms = SmallGemms::Measure, .rows = 16, .arch = "sm_90",
+                           .measured = true};
+  ir::Graph g = c.pipeline.graph;
+  std::vector<passes::KernelRecord> records;
+  CHECK(passes::select_kernels(g, small, so, &records));
+  const std::string ir_text = ir::print(g);
+  CHECK(ir_text.find("%gate = matmul %norm, %gate.weight, impl simt") != std::string::npos);
+  CHECK(ir_text.find("%up = matmul %norm, %up.weight, impl cublaslt") != std::string::npos);
+  codegen::Plan p = codegen::build_plan(g, {.records = &records});
   REQUIRE(p.choices.size() == 3);
+  CHECK(p.choices[0].step == "gemm_gate");
+  CHECK(p.choices[0].taken);
+  CHECK(p.choices[0].why == "generated kernel: measured at M=16 in a CUDA graph: 3.00 us as a "
+                            "kernel vs 10.00 us for cuBLASLt (the CUDA-core kernel; tensor-core "
+                            "mma kernel 5.00 us)");
+  CHECK_FALSE(p.choices[1].taken);
   CHECK(p.choices[2].step == "gemm_y");
   CHECK_FALSE(p.choices[2].taken);
   CHECK(p.choices[2].why ==
         "cuBLASLt: the generated GEMM kernels take no residual (x.W^T + residual)");
-  CHECK(p.choices[0].step == "gemm_gate");
-  CHECK(p.choices[0].taken);
-  CHECK(p.choices[0].why == "choice 1");
-  CHECK_FALSE(p.choices[1].taken);
   int kernels_named_gemm = 0;
   for (const codegen::Step& s : p.steps)
     if (auto* k = std::get_if<codegen::KernelStep>(&s))
       kernels_named_gemm += k->gemm_products() > 0;
   CHECK(kernels_named_gemm == 1);
+  // Without times the same candidates keep cuBLASLt, saying so.
+  so.measured = false;
+  g = c.pipeline.graph;
+  records.clear();
+  passes::select_kernels(g, small, so, &records);
+  REQUIRE(records.size() == 3);
+  CHECK(records[0].why == "cuBLASLt: no GPU to measure on");
+  // Past what a kernel can win, nothing is timed: the rule says so.
+  so.rows = 1 << 20;
+  CHECK(passes::options_to_time(small[0], so).empty());
 }
 
 TEST_CASE("the small-GEMM rule: the kernel only when measurably faster than cuBLASLt",
           "[small_gemm]") {
-  codegen::KernelChoice c = decide_small_gemm(3.8, 11.6, 64);
-  CHECK(c.use_kernel);
+  passes::Choice c = passes::decide_small_gemm(3.8, 11.6, 64);
+  CHECK(c.take);
   CHECK(c.why == "generated kernel: measured at M=64 in a CUDA graph: 3.80 us as a kernel vs "
                  "11.60 us for cuBLASLt");
-  CHECK_FALSE(decide_small_gemm(3.2, 3.3, 1024).use_kernel);  // within the 5% of noise
-  CHECK_FALSE(decide_small_gemm(20.2, 7.4, 16).use_kernel);
-  CHECK_FALSE(decide_small_gemm(0.0, 7.4, 16).use_kernel);  // not timed: cuBLASLt kept
-  // Without a GPU, measuring keeps cuBLASLt and says why; Off and On need no decider.
-  CHECK_FALSE(small_gemm_decider(SmallGemms::Off, 64));
-  CHECK_FALSE(small_gemm_decider(SmallGemms::On, 64));
+  CHECK_FALSE(passes::decide_small_gemm(3.2, 3.3, 1024).take);  // within the 5% of noise
+  CHECK_FALSE(passes::decide_small_gemm(20.2, 7.4, 16).take);
+  CHECK_FALSE(passes::decide_small_gemm(0.0, 7.4, 16).take);  // not timed: cuBLASLt kept
 }
 
 TEST_CASE("a small-GEMM kernel's symbol is a unique C identifier, whatever the value is called",

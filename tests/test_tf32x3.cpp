@@ -5,6 +5,8 @@
 // tests/gpu/test_gpu_tf32x3.cpp.
 #include <catch2/catch.hpp>
 
+#include "passes/kernel_rules.h"
+
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -308,10 +310,10 @@ TEST_CASE("3xTF32: only f32 cuBLASLt GEMMs, IEEE by default and without a GPU to
 }
 
 TEST_CASE("3xTF32 decision rule: taken only when measurably faster", "[tf32x3]") {
-  CHECK(decide_tf32x3(3000.0, 5400.0, 8192).use_kernel);
-  CHECK_FALSE(decide_tf32x3(99.0, 100.0, 64).use_kernel);  // within noise: IEEE kept
-  CHECK_FALSE(decide_tf32x3(0.0, 100.0, 64).use_kernel);
-  CHECK(decide_tf32x3(3000.0, 5400.0, 8192).why ==
+  CHECK(passes::decide_tf32x3(3000.0, 5400.0, 8192).take);
+  CHECK_FALSE(passes::decide_tf32x3(99.0, 100.0, 64).take);  // within noise: IEEE kept
+  CHECK_FALSE(passes::decide_tf32x3(0.0, 100.0, 64).take);
+  CHECK(passes::decide_tf32x3(3000.0, 5400.0, 8192).why ==
         "3xTF32: measured at M=8192 in a CUDA graph: 3000.0 us as 3xTF32 (split included) vs "
         "5400.0 us as an IEEE fp32 GEMM");
 }

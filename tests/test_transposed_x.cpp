@@ -5,6 +5,8 @@
 // tests/gpu/test_gpu_transposed_x.cpp.
 #include <catch2/catch.hpp>
 
+#include "passes/kernel_rules.h"
+
 #include "codegen/pointwise_kernel.h"
 #include "compiler/compile.h"
 #include "dump/report.h"
@@ -155,17 +157,17 @@ TEST_CASE("transposed x: off below -O2, and -O2 keeps x row-major without a GPU 
 }
 
 TEST_CASE("transposed x decision rule: taken only when measurably faster", "[transposed_x]") {
-  CHECK(decide_transposed_x(5250.0, 5460.0, 8192).use_kernel);
-  CHECK_FALSE(decide_transposed_x(98.5, 100.0, 64).use_kernel);  // within noise: row-major
-  CHECK_FALSE(decide_transposed_x(120.0, 100.0, 64).use_kernel);
-  CHECK_FALSE(decide_transposed_x(0.0, 100.0, 64).use_kernel);
-  CHECK(decide_transposed_x(5250.0, 5460.0, 8192).why ==
+  CHECK(passes::decide_transposed_x(5250.0, 5460.0, 8192).take);
+  CHECK_FALSE(passes::decide_transposed_x(98.5, 100.0, 64).take);  // within noise: row-major
+  CHECK_FALSE(passes::decide_transposed_x(120.0, 100.0, 64).take);
+  CHECK_FALSE(passes::decide_transposed_x(0.0, 100.0, 64).take);
+  CHECK(passes::decide_transposed_x(5250.0, 5460.0, 8192).why ==
         "x transposed: measured at M=8192 in a CUDA graph: 5250.0 us with x stored transposed vs "
         "5460.0 us row-major (x's kernel and the GEMM)");
-  CHECK(decide_transposed_x(5080.0, 5200.0, 8192, true).why ==
+  CHECK(passes::decide_transposed_x(5080.0, 5200.0, 8192, true).why ==
         "w transposed: measured at M=8192 in a CUDA graph: 5080.0 us with w stored transposed too "
         "vs 5200.0 us with x alone (x's kernel and the GEMM)");
-  CHECK_FALSE(decide_transposed_x(1330.0, 1310.0, 8192, true).use_kernel);
+  CHECK_FALSE(passes::decide_transposed_x(1330.0, 1310.0, 8192, true).take);
 }
 
 TEST_CASE("transposed-store kernels compile with NVRTC: row vectors, ragged tiles, 16-bit types",

@@ -28,7 +28,7 @@ size_t mma_kernels(const codegen::Plan& p) {
 }  // namespace
 
 TEST_CASE("mma GEMM kernels match the reference", "[gpu][mma_gemm]") {
-  if (!mma_gemms_run_on(runtime::device_arch())) {
+  if (!passes::mma_gemms_run_on(runtime::device_arch())) {
     WARN("skipped: mma GEMM kernels need sm_80, this GPU is " + runtime::device_arch());
     return;
   }
@@ -60,10 +60,10 @@ TEST_CASE("-O2 at the decode size times the mma kernels beside the others, and r
   bool gated_timed = false;
   for (const codegen::StepChoice& ch : c.plan.choices) {
     INFO(ch.step << ": " << ch.why);
-    if (ch.step.find("gelu_tanh_mul") != std::string::npos && mma_gemms_run_on(runtime::device_arch()))
+    if (ch.step.find("gelu_tanh_mul") != std::string::npos && passes::mma_gemms_run_on(runtime::device_arch()))
       gated_timed |= ch.why.find("mma kernel") != std::string::npos;
     UNSCOPED_INFO(ch.step << ": " << ch.why);
   }
-  if (mma_gemms_run_on(runtime::device_arch())) CHECK(gated_timed);
+  if (passes::mma_gemms_run_on(runtime::device_arch())) CHECK(gated_timed);
   testing::check_on_gpu(g, c, 16, 21);
 }
