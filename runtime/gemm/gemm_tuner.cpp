@@ -284,21 +284,20 @@ class SavedOutput {
 
 GemmTuner::GemmTuner(GemmLt& lt, GemmAlgoCache* cache)
     : lt_(lt), cache_(cache), arch_(device_arch()), version_(cublaslt_version()) {
-  try {
-    MLPC_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for (cudaEvent_t& e : events_) MLPC_CUDA(cudaEventCreate(&e));
-  } catch (...) {
-    for (cudaEvent_t e : events_)
-      if (e) cudaEventDestroy(e);
-    if (stream_) cudaStreamDestroy(stream_);
-    throw;
-  }
+  MLPC_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
 }
 
 GemmTuner::~GemmTuner() {
-  for (cudaEvent_t e : events_)
-    if (e) cudaEventDestroy(e);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
   if (stream_) cudaStreamDestroy(stream_);
+}
+
+void GemmTuner::reserve_events(size_t count) {
+  while (events_.size() < count) {
+    cudaEvent_t e = nullptr;
+    MLPC_CUDA(cudaEventCreate(&e));
+    events_.push_back(e);
+  }
 }
 
 std::string GemmTuner::key(const codegen::GemmStep& step, int64_t rows) const {
@@ -315,26 +314,70 @@ GemmChoice GemmTuner::untuned(const codegen::GemmStep& step, int64_t rows) {
   return chosen_.emplace(c.key, c).first->second;
 }
 
-std::optional<double> GemmTuner::time_algo(const codegen::GemmStep& step, int64_t rows,
-                                           const cublasLtMatmulAlgo_t& algo,
-                                           const GemmOperands& ops) {
-  // Warm-up, outside the gate: the first launch may load the kernel's module, which can
-  // synchronize the context.
-  for (int i = 0; i < kWarmup; ++i)
-    if (lt_.try_run(step, rows, algo, ops, stream_) != CUBLAS_STATUS_SUCCESS) {
-      MLPC_CUDA(cudaStreamSynchronize(stream_));
-      return std::nullopt;
+std::vector<WarmupLaunch> GemmTuner::warm_up(const codegen::GemmStep& step, int64_t rows,
+                                             const Candidates& cands, const GemmOperands& ops) {
+  // No gate: the first launch of an algorithm may load its module, which can synchronize the
+  // context. Each launch is enqueued while the one before still runs, if the host keeps up.
+  reserve_events(2 * cands.size());
+  std::vector<WarmupLaunch> out(cands.size());
+  std::vector<double> enqueue_us(cands.size(), 0.0);
+  std::vector<bool> behind(cands.size(), false);
+  int previous = -1;  // the last candidate launched
+  for (size_t i = 0; i < cands.size(); ++i) {
+    MLPC_CUDA(cudaEventRecord(events_[2 * i], stream_));
+    const auto t0 = std::chrono::steady_clock::now();
+    out[i].ok = lt_.try_run(step, rows, cands[i].algo, ops, stream_) == CUBLAS_STATUS_SUCCESS;
+    enqueue_us[i] =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (out[i].ok && previous >= 0) {
+      // Still running the previous launch now that this one is queued: the GPU never waits.
+      const cudaError_t q = cudaEventQuery(events_[2 * static_cast<size_t>(previous) + 1]);
+      if (q == cudaErrorNotReady)
+        (void)cudaGetLastError();  // not an error, but it is left as the last one: clear it
+      else
+        MLPC_CUDA(q);
+      behind[i] = q == cudaErrorNotReady;
     }
+    MLPC_CUDA(cudaEventRecord(events_[2 * i + 1], stream_));
+    if (out[i].ok) previous = static_cast<int>(i);
+  }
   MLPC_CUDA(cudaStreamSynchronize(stream_));
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!out[i].ok) continue;
+    float ms = 0;
+    MLPC_CUDA(cudaEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]));
+    out[i].gpu_us = ms * 1e3;
+    out[i].sample = warmup_is_sample(out[i].gpu_us, enqueue_us[i], behind[i]);
+  }
+  return out;
+}
 
+std::vector<std::optional<std::vector<double>>> GemmTuner::time_round(
+    const codegen::GemmStep& step, int64_t rows, const Candidates& cands,
+    const std::vector<int>& launches, const GemmOperands& ops) {
+  // Interleaved (a round of each candidate, then the next round), so a drift of the GPU's clock
+  // over the round weighs on every candidate alike.
+  struct Slot {
+    size_t cand;
+    size_t event;
+  };
+  std::vector<Slot> slots;
+  const int most = launches.empty() ? 0 : *std::max_element(launches.begin(), launches.end());
+  for (int r = 0; r < most; ++r)
+    for (size_t i = 0; i < cands.size() && i < launches.size(); ++i)
+      if (r < launches[i]) slots.push_back({i, 2 * slots.size()});
+  reserve_events(2 * slots.size());
+
+  std::vector<bool> ok(cands.size(), true);
   Gate gate;
   MLPC_CUDA(cudaLaunchHostFunc(stream_, wait_for_gate, &gate));
-  bool ok = true;
   try {
-    for (int i = 0; i < kTimed && ok; ++i) {
-      MLPC_CUDA(cudaEventRecord(events_[2 * i], stream_));
-      ok = lt_.try_run(step, rows, algo, ops, stream_) == CUBLAS_STATUS_SUCCESS;
-      MLPC_CUDA(cudaEventRecord(events_[2 * i + 1], stream_));
+    for (const Slot& s : slots) {
+      MLPC_CUDA(cudaEventRecord(events_[s.event], stream_));
+      if (ok[s.cand])
+        ok[s.cand] =
+            lt_.try_run(step, rows, cands[s.cand].algo, ops, stream_) == CUBLAS_STATUS_SUCCESS;
+      MLPC_CUDA(cudaEventRecord(events_[s.event + 1], stream_));
     }
   } catch (...) {
     gate.open.store(true, std::memory_order_release);
@@ -346,15 +389,16 @@ std::optional<double> GemmTuner::time_algo(const codegen::GemmStep& step, int64_
   if (gate.timed_out.load())
     detail::gemm_cache_warn_once("the stream gate timed out while timing GEMMs: "
                                  "measured times include host enqueue gaps");
-  if (!ok) return std::nullopt;
-  std::vector<double> us(kTimed);
-  for (int i = 0; i < kTimed; ++i) {
+  std::vector<std::optional<std::vector<double>>> out(cands.size());
+  for (size_t i = 0; i < cands.size() && i < launches.size(); ++i)
+    if (launches[i] > 0 && ok[i]) out[i].emplace();
+  for (const Slot& s : slots) {
+    if (!out[s.cand]) continue;
     float ms = 0;
-    MLPC_CUDA(cudaEventElapsedTime(&ms, events_[2 * i], events_[2 * i + 1]));
-    us[i] = ms * 1e3;
+    MLPC_CUDA(cudaEventElapsedTime(&ms, events_[s.event], events_[s.event + 1]));
+    out[s.cand]->push_back(ms * 1e3);
   }
-  std::sort(us.begin(), us.end());
-  return kTimed % 2 ? us[kTimed / 2] : 0.5 * (us[kTimed / 2 - 1] + us[kTimed / 2]);
+  return out;
 }
 
 GemmChoice GemmTuner::tune(const codegen::GemmStep& step, int64_t rows, const GemmOperands& ops,
@@ -384,21 +428,21 @@ GemmChoice GemmTuner::tune(const codegen::GemmStep& step, int64_t rows, const Ge
   // A K-chunk that adds to y would keep adding while being timed: y is kept aside meanwhile.
   const SavedOutput saved(step.accumulate ? ops.y : nullptr,
                           static_cast<size_t>(rows * step.n) * ir::dtype_size(step.dtype));
-  int best = -1;
-  double best_us = 0;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    std::optional<double> us = time_algo(step, rows, cands[i].algo, ops);
-    if (us && (best < 0 || *us < best_us)) best = static_cast<int>(i), best_us = *us;
-  }
-  if (best < 0) return untuned(step, rows);  // nothing timed: keep prepare()'s heuristic #0
+  const TuningOutcome t = run_tuning(
+      [&] { return warm_up(step, rows, cands, ops); },
+      [&](const std::vector<int>& launches) { return time_round(step, rows, cands, launches, ops); });
+  if (!t.best) return untuned(step, rows);  // nothing timed: keep prepare()'s heuristic #0
+  const size_t best = *t.best;
+  const double best_us = t.us;
 
   lt_.set_algo(step, rows, cands[best].algo);
-  GemmChoice c{step.name, k, best, static_cast<int>(cands.size()), best_us, false};
+  GemmChoice c{step.name,  k,     static_cast<int>(best), static_cast<int>(cands.size()),
+               best_us,    false, t.launches,             t.gpu_us / 1e3};
   if (cache_) {
     GemmAlgoRecord rec;
     std::memcpy(rec.algo.data(), &cands[best].algo, sizeof(rec.algo));
     rec.us = best_us;
-    rec.heuristic_index = best;
+    rec.heuristic_index = static_cast<int>(best);
     rec.candidates = static_cast<int>(cands.size());
     cache_->store(k, rec);
   }

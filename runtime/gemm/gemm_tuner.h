@@ -29,11 +29,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "codegen/plan.h"
 #include "passes/gemm_epilogue.h"
+#include "runtime/gemm/tuning_budget.h"
 
 namespace mlpc::runtime {
 
@@ -45,6 +47,8 @@ struct GemmChoice {
   int candidates = 0;       // how many candidates were timed (1 when tuning is off)
   double us = 0;            // median time of one launch when tuned; 0 when not measured
   bool from_cache = false;  // taken from gemm_algos.json instead of being timed now
+  int launches = 0;         // launches the tuning spent, warm-ups included (0 when not timed now)
+  double tuning_ms = 0;     // their GPU time
 };
 
 struct GemmKey {
@@ -133,12 +137,18 @@ class GemmLt;
 struct GemmOperands;
 
 // Picks the algorithm of each GEMM key once, on the real buffers, and installs it in GemmLt.
-// Needs a GPU. Never call it while a stream is being captured.
+// The GPU time it spends per key is budgeted (runtime/gemm/tuning_budget.h): every candidate
+// is launched once, back to back (a warm-up, timed when the GPU never waited for it), then timed
+// in rounds of launches held behind a gate, as many as the policy asks for. Needs a GPU. Never
+// call it while a stream is being captured.
 class GemmTuner {
  public:
+  // cuBLASLt's heuristic candidates timed per key.
   static constexpr int kMaxCandidates = 8;
-  static constexpr int kWarmup = 2;
-  static constexpr int kTimed = 15;
+  // Warm-up launches per candidate before its timed ones (its first may load its module).
+  static constexpr int kWarmup = 1;
+  // The most timed launches per candidate (short GEMMs get all of them).
+  static constexpr int kTimed = kTuneMaxSamples;
 
   // `cache` may be null (tuning results are then kept in memory only).
   GemmTuner(GemmLt& lt, GemmAlgoCache* cache);
@@ -159,15 +169,25 @@ class GemmTuner {
   GemmChoice untuned(const codegen::GemmStep& step, int64_t rows);
 
  private:
-  // Median microseconds of one launch of `algo`, or nullopt if it fails to launch.
-  std::optional<double> time_algo(const codegen::GemmStep& step, int64_t rows,
-                                  const cublasLtMatmulAlgo_t& algo, const GemmOperands& ops);
+  using Candidates = std::vector<cublasLtMatmulHeuristicResult_t>;
+  // One launch of each candidate, back to back, each between two events: its GPU time, and
+  // whether it counts as a timed launch (warmup_is_sample).
+  std::vector<WarmupLaunch> warm_up(const codegen::GemmStep& step, int64_t rows,
+                                    const Candidates& cands, const GemmOperands& ops);
+  // launches[i] timed launches of candidate i, interleaved, all enqueued behind a gate before
+  // the GPU starts them: their µs per candidate, nullopt for one that failed to launch.
+  std::vector<std::optional<std::vector<double>>> time_round(const codegen::GemmStep& step,
+                                                             int64_t rows, const Candidates& cands,
+                                                             const std::vector<int>& launches,
+                                                             const GemmOperands& ops);
+  // At least `count` events in events_.
+  void reserve_events(size_t count);
 
   GemmLt& lt_;
   GemmAlgoCache* cache_;
   std::string arch_, version_;
   cudaStream_t stream_ = nullptr;
-  std::array<cudaEvent_t, 2 * kTimed> events_{};
+  std::vector<cudaEvent_t> events_;
   std::map<std::string, GemmChoice> chosen_;  // by key; GemmChoice::step is the first step's
 };
 

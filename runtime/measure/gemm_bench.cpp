@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <vector>
 
 #include "runtime/jit/build_log.h"
@@ -16,6 +17,7 @@
 #include "runtime/gemm/gemm_tuner.h"
 #include "host/host_tensor.h"
 #include "host/random_init.h"
+#include "runtime/measure/replay_budget.h"
 #include "runtime/measure/timing.h"
 #include "host/wall_clock.h"
 
@@ -82,8 +84,10 @@ double GemmBench::best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
   step.n = n;
   step.k = k;
   step.dtype = dtype;
-  if (auto us = cached_us(gemm_tuning_key(step, rows, device_arch(), cublaslt_version())))
-    return *us;
+  const std::string key = gemm_tuning_key(step, rows, device_arch(), cublaslt_version());
+  if (auto us = cached_us(key)) return *us;
+  TimingEvent event{.thread = build_log_thread(), .start_ms = build_log_now_ms()};
+  const auto t0 = std::chrono::steady_clock::now();
   Timer& t = s_->timer_made();
   const auto size = static_cast<int64_t>(ir::dtype_size(dtype));
   GemmOperands ops;
@@ -95,7 +99,15 @@ double GemmBench::best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
   fill_random(const_cast<void*>(ops.w), n * k, dtype, 1.0 / std::sqrt(static_cast<double>(k)), 2);
   if (ops.bias) fill_random(const_cast<void*>(ops.bias), n, dtype, 0.1, 3);
   t.lt.prepare(step, rows);
+  event.setup_ms = ms_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
   GemmChoice c = t.tuner.tune(step, rows, ops, nullptr);
+  event.timing_ms = ms_since(t1);
+  event.us = c.us;
+  event.plan = fmt::format("cuBLASLt's candidates for {} ({}; {} launches, {:.1f} ms of GPU time)",
+                           key, c.from_cache ? "cached" : fmt::format("{} candidates", c.candidates),
+                           c.launches, c.tuning_ms);
+  log_timing(event);
   return c.us;
 }
 
@@ -113,14 +125,26 @@ double GemmBench::copy_us(int64_t bytes) {
   MLPC_CUDA(cudaEventCreate(&stop));
   std::vector<double> us;
   try {
-    for (int i = 0; i < 12; ++i) {
+    auto copy_once = [&] {
       MLPC_CUDA(cudaEventRecord(start));
       MLPC_CUDA(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice));
       MLPC_CUDA(cudaEventRecord(stop));
       MLPC_CUDA(cudaEventSynchronize(stop));
       float ms = 0;
       MLPC_CUDA(cudaEventElapsedTime(&ms, start, stop));
-      if (i >= 2) us.push_back(ms * 1e3);  // the first copies warm up
+      return ms * 1e3;
+    };
+    // The first copy warms up, and its time picks the schedule (runtime/measure/replay_budget.h):
+    // the full one (a second warm-up, then kCopies timed) unless it would pass the budget.
+    constexpr int kCopies = 10;
+    const double first = copy_once();
+    const ReplaySchedule plan = replay_schedule(first, {1, kCopies, 0.0});
+    if (plan.full) {
+      copy_once();
+      for (int i = 0; i < kCopies; ++i) us.push_back(copy_once());
+    } else {
+      us.push_back(first);
+      while (static_cast<int>(us.size()) < plan.reps) us.push_back(copy_once());
     }
   } catch (...) {
     cudaEventDestroy(start);
@@ -158,9 +182,7 @@ double GemmBench::graph_us(const codegen::Plan& plan,
                            const std::map<std::string, std::vector<char>>& cubins, int64_t rows,
                            const std::string& key, const Inputs* inputs) {
   if (auto us = cached_us(key)) return *us;
-  TimingEvent event{.plan = fmt::format("{} ({} steps)", plan.graph_name, plan.steps.size()),
-                    .thread = build_log_thread(),
-                    .start_ms = build_log_now_ms()};
+  TimingEvent event{.thread = build_log_thread(), .start_ms = build_log_now_ms()};
   const auto t0 = std::chrono::steady_clock::now();
   Executor ex(plan, cubins, {.tune_gemms = true, .cuda_graph = true});
   ex.bind_batch(rows);
@@ -168,9 +190,37 @@ double GemmBench::graph_us(const codegen::Plan& plan,
   for (const auto& [name, bytes] : inputs ? *inputs : made) ex.set_bytes(name, bytes);
   event.setup_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
-  const Timing t = time_forward(ex, nullptr, {.warmup = 3, .reps = 7, .min_rep_ms = 2.0});
+  cudaStream_t stream = nullptr;
+  MLPC_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  Timing t;
+  double first_run_ms = 0;
+  try {
+    // The first run tunes the GEMMs (within their own budget) and captures the graph; then the
+    // replays, as many as kReplayBudgetUs allows after the first says how long one takes.
+    ex.run(stream);
+    MLPC_CUDA(cudaStreamSynchronize(stream));
+    first_run_ms = ms_since(t1);
+    t = time_forward_within(ex, stream, kReplayBudgetUs,
+                            {.warmup = 2, .reps = 7, .min_rep_ms = 2.0});
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  MLPC_CUDA(cudaStreamDestroy(stream));
   event.timing_ms = ms_since(t1);
   event.us = t.median_us;
+  std::set<std::string> tuned;  // the keys this run tuned (found in no cache); steps repeat them
+  int launches = 0;
+  double tuning_ms = 0;
+  for (const GemmChoice& c : ex.gemm_choices())
+    if (c.launches > 0 && tuned.insert(c.key).second)
+      launches += c.launches, tuning_ms += c.tuning_ms;
+  event.plan = fmt::format("{} ({} steps; first run {:.1f} ms{}, then {} x {} forwards)",
+                           plan.graph_name, plan.steps.size(), first_run_ms,
+                           !tuned.empty() ? fmt::format(", GEMMs tuned in {} launches, {:.1f} ms of GPU time",
+                                               launches, tuning_ms)
+                                 : "",
+                           t.reps, t.iters);
   log_timing(event);
   GemmAlgoRecord rec;  // no algorithm: one "candidate", the plan
   rec.candidates = 1;

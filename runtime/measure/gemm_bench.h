@@ -24,12 +24,14 @@ class GemmBench {
   GemmBench& operator=(const GemmBench&) = delete;
 
   // Median µs of one launch of y[rows, n] = act(x[rows, k] . w[n, k]^T + bias) with the best of
-  // cuBLASLt's candidates (taken from the tuning cache when it holds the shape). The epilogue
-  // has no residual, and cuBLASLt runs it (passes/gemm_epilogue.h).
+  // cuBLASLt's candidates (taken from the tuning cache when it holds the shape; else tuned within
+  // runtime/gemm/tuning_budget.h's budget). The epilogue has no residual, and cuBLASLt runs it
+  // (passes/gemm_epilogue.h).
   double best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
                  const ir::GemmEpilogue& epilogue = {});
   // Median µs of a device-to-device copy of `bytes`: the traffic of a pointwise kernel that
-  // reads a tensor of that size once and writes it once.
+  // reads a tensor of that size once and writes it once. Copies as kReplayBudgetUs allows
+  // (runtime/measure/replay_budget.h).
   double copy_us(int64_t bytes);
   // A time stored under `key` by graph_us (or another timing), if there is one.
   std::optional<double> cached_us(const std::string& key);
@@ -42,7 +44,9 @@ class GemmBench {
   // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on `inputs` (made by
   // random_inputs when null), GEMMs tuned: for a plan of one step repeated, that step's time
   // inside a compiled graph (what a step costs there, launch overhead amortized as the graph
-  // amortizes it). `cubins` as for Executor. Cached under `key` with the GEMM timings.
+  // amortizes it). `cubins` as for Executor. Cached under `key` with the GEMM timings. Its
+  // GEMMs are tuned within their budget, then the graph is replayed as kReplayBudgetUs allows
+  // (runtime/measure/replay_budget.h: a short plan many times, a long one a few).
   double graph_us(const codegen::Plan& plan, const std::map<std::string, std::vector<char>>& cubins,
                   int64_t rows, const std::string& key, const Inputs* inputs = nullptr);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/device/cuda_check.h"
+#include "runtime/measure/replay_budget.h"
 
 namespace mlpc::runtime {
 namespace {
@@ -49,20 +50,58 @@ Timing time_calls(const std::function<void(cudaStream_t)>& forward, cudaStream_t
   return Timing{median, us.front(), iters, n};
 }
 
-Timing time_forward(Executor& ex, cudaStream_t stream, const TimingOptions& opts) {
+Timing time_calls_within(const std::function<void(cudaStream_t)>& forward, cudaStream_t stream,
+                         double budget_us, const TimingOptions& opts) {
+  MLPC_ASSERT(opts.reps > 0 && opts.max_iters > 0, "bad timing options");
+  const double first_us = time_loop(forward, stream, 1) * 1e6;
+  const ReplaySchedule plan =
+      replay_schedule(first_us, {std::max(opts.warmup - 1, 0), opts.reps, opts.min_rep_ms},
+                      budget_us);
+  if (plan.full) {
+    TimingOptions rest = opts;
+    rest.warmup = std::max(opts.warmup - 1, 0);
+    return time_calls(forward, stream, rest);
+  }
+  std::vector<double> us = {first_us};
+  while (static_cast<int>(us.size()) < plan.reps) us.push_back(time_loop(forward, stream, 1) * 1e6);
+  std::sort(us.begin(), us.end());
+  const size_t n = us.size();
+  const double median = n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
+  return Timing{median, us.front(), 1, static_cast<int>(n)};
+}
+
+namespace {
+
+// `f` on `stream`, or on a private non-blocking stream when it is null.
+Timing on_stream(cudaStream_t stream, const std::function<Timing(cudaStream_t)>& f) {
   cudaStream_t own = nullptr;
   if (!stream) {
     MLPC_CUDA(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
     stream = own;
   }
   try {
-    Timing t = time_calls([&](cudaStream_t s) { ex.run(s); }, stream, opts);
+    Timing t = f(stream);
     if (own) MLPC_CUDA(cudaStreamDestroy(own));
     return t;
   } catch (...) {
     if (own) cudaStreamDestroy(own);
     throw;
   }
+}
+
+}  // namespace
+
+Timing time_forward(Executor& ex, cudaStream_t stream, const TimingOptions& opts) {
+  return on_stream(stream, [&](cudaStream_t s) {
+    return time_calls([&](cudaStream_t t) { ex.run(t); }, s, opts);
+  });
+}
+
+Timing time_forward_within(Executor& ex, cudaStream_t stream, double budget_us,
+                           const TimingOptions& opts) {
+  return on_stream(stream, [&](cudaStream_t s) {
+    return time_calls_within([&](cudaStream_t t) { ex.run(t); }, s, budget_us, opts);
+  });
 }
 
 }  // namespace mlpc::runtime

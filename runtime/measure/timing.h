@@ -32,4 +32,15 @@ Timing time_calls(const std::function<void(cudaStream_t)>& forward, cudaStream_t
 // Times Executor::run. With stream == nullptr a private non-blocking stream is used.
 Timing time_forward(Executor& ex, cudaStream_t stream = nullptr, const TimingOptions& opts = {});
 
+// Times `forward` within `budget_us` of GPU time (runtime/measure/replay_budget.h): one
+// forward is timed alone first (one of opts.warmup, or one more when that is 0), and its time
+// picks the schedule. When opts' whole schedule fits the budget, that is what runs (as
+// time_calls, less that warm-up); otherwise as many single forwards as fit, at least
+// kMinReplays, that first one among them (iters is then 1).
+Timing time_calls_within(const std::function<void(cudaStream_t)>& forward, cudaStream_t stream,
+                         double budget_us, const TimingOptions& opts = {});
+// Executor::run timed so, on `stream` (a private non-blocking one when nullptr).
+Timing time_forward_within(Executor& ex, cudaStream_t stream, double budget_us,
+                           const TimingOptions& opts = {});
+
 }  // namespace mlpc::runtime

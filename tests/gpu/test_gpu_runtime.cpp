@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/gemm/gemm_tuner.h"
 #include "runtime/jit/nvrtc_compiler.h"
+#include "runtime/measure/replay_budget.h"
 #include "runtime/measure/timing.h"
 
 using namespace mlpc;
@@ -288,6 +290,16 @@ TEST_CASE("time_forward reports a per-forward time", "[gpu]") {
   CHECK(t.min_us <= t.median_us);
   CHECK(t.median_us < 1000);  // two tiny launches
   CHECK(t.median_us * t.iters >= 0.5 * opts.min_rep_ms * 1e3);
+
+  // Within a budget: the whole schedule when it fits, else kMinReplays single forwards.
+  Timing full = time_forward_within(ex, nullptr, kReplayBudgetUs, opts);
+  CHECK(full.reps == 5);
+  CHECK(full.median_us < 1000);
+  Timing few = time_forward_within(ex, nullptr, /*budget_us=*/1, opts);
+  CHECK(few.reps == kMinReplays);
+  CHECK(few.iters == 1);
+  CHECK(few.min_us > 0);
+  CHECK(few.min_us <= few.median_us);
 }
 
 // ---- GEMM epilogues, CUDA graphs, GEMM tuning ---------------------------------------------------
@@ -637,6 +649,8 @@ TEST_CASE("GEMM tuning picks a timed candidate and a second executor loads it fr
   CHECK(t.heuristic_index < t.candidates);
   CHECK(t.us > 0);
   CHECK_FALSE(t.from_cache);
+  CHECK(t.launches >= t.candidates);  // every candidate launched at least once
+  CHECK(t.tuning_ms > 0);
   REQUIRE(fs::exists(cache.file()));
   nlohmann::json j = nlohmann::json::parse(read_text(cache.file()));
   REQUIRE(j["entries"].contains(t.key));
@@ -651,6 +665,7 @@ TEST_CASE("GEMM tuning picks a timed candidate and a second executor loads it fr
   CHECK(c2[0].heuristic_index == t.heuristic_index);
   CHECK(c2[0].candidates == t.candidates);
   CHECK(c2[0].us == t.us);
+  CHECK(c2[0].launches == 0);  // nothing timed
   CHECK(y2.data == y1.data);  // the same algorithm: the same bits
 
   SECTION("MLPC_GEMM_TUNING=0 uses heuristic #0 and leaves the cache alone") {
@@ -687,4 +702,33 @@ TEST_CASE("GEMM tuning picks a timed candidate and a second executor loads it fr
     REQUIRE(again);
     CHECK(again->algo != bogus.algo);  // the file holds the re-tuned choice
   }
+}
+
+TEST_CASE("tuning a GEMM of milliseconds stays within its budget", "[gpu]") {
+  // mlp3's fc2 (f32 8192 x 4096 x 4096 with its bias): before budgets every candidate took 2 +
+  // 15 launches.
+  TempCache cache;
+  const int64_t m = 8192, n = 4096, k = 4096;
+  const ir::DType dt = ir::DType::F32;
+  codegen::Plan plan = epilogue_plan(dt, Epilogue::Bias, false, n, k);
+  Executor ex(plan, {});
+  ex.bind_batch(m);
+  load(ex, epilogue_inputs(dt, m, n, k));
+  ex.run();
+  std::vector<GemmChoice> c = ex.gemm_choices();
+  REQUIRE(c.size() == 1);
+  const GemmChoice& t = c[0];
+  WARN(fmt::format("{}: heuristic #{} of {} candidates, {:.1f} us; {} launches, {:.1f} ms of GPU "
+                   "time (budget {:.0f} ms)", t.key, t.heuristic_index, t.candidates, t.us,
+                   t.launches, t.tuning_ms, kTuneBudgetUs / 1e3));
+  REQUIRE(t.us > 0);
+  CHECK_FALSE(t.from_cache);
+  CHECK(t.launches >= t.candidates);
+  // Within the budget, or past it only by its floor (one launch of each candidate, a second of
+  // one, the winner's median), taking candidates up to 3x slower than the winner.
+  CHECK(t.tuning_ms <= std::max(1.1 * kTuneBudgetUs / 1e3,
+                                3.0 * (t.candidates + 1 + kTuneMinSamples) * t.us / 1e3));
+  // Under a quarter of 17 launches of each candidate at the winner's speed (no candidate is
+  // faster than the winner, so tuning cost more than that before).
+  if (t.candidates >= 6) CHECK(t.tuning_ms * 4 < 17.0 * t.candidates * t.us / 1e3);
 }
