@@ -103,6 +103,21 @@ struct GatedGemm {
   bool operator==(const GatedGemm&) const = default;
 };
 
+// A whole MLP on the tensor cores (codegen/fused_mlp_mma_kernel.h): inputs x, then each layer's
+// weight (and bias); y[rows, row_len]. Persistent: warps of tile_rows rows each, up to `threads`
+// threads a block, smem_bytes of dynamic shared memory. Its products differ in K and N, so it
+// states no kProducts: its FLOPs are 2 * rows * macs_per_row (KernelStep::macs_per_row).
+struct FusedMlpMma {
+  static constexpr std::string_view kName = "fused_mlp";
+  static constexpr int kProducts = 0;
+  static constexpr bool kArchSpecific = false;
+  int64_t tile_rows = 0;
+  int threads = 0;
+  int smem_bytes = 0;
+  int64_t macs_per_row = 0;  // sum over layers of n_i * n_{i-1}
+  bool operator==(const FusedMlpMma&) const = default;
+};
+
 // Overloaded lambdas for std::visit over the kinds.
 template <class... F>
 struct Overloaded : F... {

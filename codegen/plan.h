@@ -87,8 +87,8 @@ struct GemmStep {
 };
 
 // How a generated kernel is launched: one of the kinds of codegen/kernel_kinds.h.
-using KernelKind =
-    std::variant<Elementwise, RowReduction, SimtGemm, MmaGemm, GatedMmaGemm, GatedGemm>;
+using KernelKind = std::variant<Elementwise, RowReduction, SimtGemm, MmaGemm, GatedMmaGemm,
+                                GatedGemm, FusedMlpMma>;
 
 // One generated kernel. Its signature (but for GatedGemm's) is
 //   extern "C" __global__ void NAME(const T0* in0, ..., const Tk* ink, T* out, long long n)
@@ -122,6 +122,25 @@ struct KernelStep {
     return std::visit(
         [](const auto& kd) -> int64_t {
           if constexpr (std::decay_t<decltype(kd)>::kProducts > 0) return kd.k;
+          else return 0;
+        },
+        kind);
+  }
+  // Multiply-adds per row of its output: its products' K times row_len, or a kind's own count
+  // (a fused MLP's layers summed); 0 for no GEMM. Reports count 2 FLOPs each.
+  int64_t macs_per_row() const {
+    return std::visit(
+        [&](const auto& kd) -> int64_t {
+          if constexpr (requires { kd.macs_per_row; }) return kd.macs_per_row;
+          else return kd.kProducts * product_k() * row_len;
+        },
+        kind);
+  }
+  // Bytes of dynamic shared memory its launch takes (0 for most kinds).
+  int smem_bytes() const {
+    return std::visit(
+        [](const auto& kd) -> int {
+          if constexpr (requires { kd.smem_bytes; }) return kd.smem_bytes;
           else return 0;
         },
         kind);

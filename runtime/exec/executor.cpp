@@ -13,6 +13,7 @@
 #include "runtime/device/device.h"
 #include "runtime/exec/step_hooks.h"
 #include "runtime/exec/tensor_map.h"
+#include "codegen/fused_mlp_mma_kernel.h"
 #include "codegen/gated_gemm_kernel.h"
 #include "codegen/memory_plan.h"
 #include "codegen/mma_gemm_kernel.h"
@@ -215,12 +216,11 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
       libraries_.push_back(lib);
       cudaKernel_t kernel = nullptr;
       MLPC_CUDA(cudaLibraryGetKernel(&kernel, lib, k->cubin_symbol().c_str()));
-      const auto* gated = k->as<codegen::GatedGemm>();
-      if (gated && gated->smem_bytes > 48 * 1024) {  // past the default limit: opt in
+      if (k->smem_bytes() > 48 * 1024) {  // past the default limit: opt in
         int device = 0;
         MLPC_CUDA(cudaGetDevice(&device));
         MLPC_CUDA(cudaKernelSetAttributeForDevice(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, gated->smem_bytes, device));
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k->smem_bytes(), device));
       }
       kernels_[k->cubin_symbol()] = kernel;
     }
@@ -529,7 +529,8 @@ void Executor::resolve_launches(Bound& b) {
       const auto& k = std::get<codegen::KernelStep>(step);
       l.kernel = kernels_.at(k.cubin_symbol());
       // One case per kind (codegen/kernel_kinds.h): the Hopper gated GEMM takes TMA descriptors,
-      // every other kind its buffers and n, on the grid its generator sizes.
+      // every other kind its buffers and n, on the grid its generator sizes (and the fused MLP
+      // its dynamic shared memory).
       const auto n = static_cast<long long>(plan_.buffers[k.output].numel(batch_));
       auto plain = [&](codegen::LaunchDims dims) {
         for (int i : k.inputs) l.ptrs.push_back(read(i));
@@ -546,6 +547,10 @@ void Executor::resolve_launches(Bound& b) {
                      [&](const codegen::MmaGemm& m) { plain(codegen::launch_dims(m, k, n)); },
                      [&](const codegen::GatedMmaGemm& m) { plain(codegen::launch_dims(m, k, n)); },
                      [&](const codegen::GatedGemm& g) { resolve_gated(l, k, g, read); },
+                     [&](const codegen::FusedMlpMma& f) {
+                       plain(codegen::launch_dims(f, k, n));
+                       l.smem = static_cast<unsigned>(f.smem_bytes);
+                     },
                  },
                  k.kind);
       b.has_work |= l.n > 0;
