@@ -97,7 +97,7 @@ void check_spec(const codegen::FusedMlpSpec& s, const std::vector<int64_t>& batc
 }
 
 bool skip() {
-  if (mma_gemms_run_on(runtime::device_arch())) return false;
+  if (passes::mma_gemms_run_on(runtime::device_arch())) return false;
   WARN("skipped: the fused MLP mma kernel needs sm_80, this GPU is " + runtime::device_arch());
   return true;
 }
