@@ -7,6 +7,7 @@ namespace mlpc::codegen {
 std::vector<CandidateFragments> enumerate_candidates(const ir::Graph& g) {
   std::vector<CandidateFragments> out;
   Lowering noting;
+  noting.active.fill(true);
   noting.pick = [&out](const RewriteSite& site) -> std::optional<size_t> {
     CandidateFragments c;
     c.candidate = {.kind = site.kind, .step = site.step, .nodes = site.nodes, .n = site.n,

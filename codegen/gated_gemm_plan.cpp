@@ -248,6 +248,7 @@ void for_each_match(const Plan& plan, const ir::Graph& g, F&& f) {
 }  // namespace
 
 void apply_gated_gemms(Plan& plan, const ir::Graph& g, const Lowering& lowering) {
+  if (!lowering.looks_at(passes::ChoiceKind::Gated)) return;
   bool changed = false;
   for_each_match(plan, g, [&](const ir::Node& region, size_t ks, const Match& m) {
     const Combine combine = combine_of(region, m);

@@ -104,6 +104,7 @@ void add_beyond_cublaslt(Plan& plan, const ir::Graph& g, GemmStep s,
 // CUDA-core one where it applies, then the tensor-core one); one with none still is, so that its
 // record says why it stays a cuBLASLt call.
 void apply_small_gemms(Plan& plan, const Lowering& lowering, std::set<std::string>& kernel_names) {
+  if (!lowering.looks_at(passes::ChoiceKind::SmallGemm)) return;
   for (Step& step : plan.steps) {
     const auto* s = std::get_if<GemmStep>(&step);
     if (!s) continue;

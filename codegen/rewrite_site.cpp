@@ -23,6 +23,14 @@ Lowering lowering_from_ir(const ir::Graph& g, const std::vector<passes::KernelRe
     if (n.impl != ir::Impl::Auto) (*impl)[n.name] = n.impl;
   Lowering l;
   l.records = records;
+  auto activate = [&l](passes::ChoiceKind kind) { l.active[static_cast<size_t>(kind)] = true; };
+  for (const auto& [name, i] : *impl)
+    if (auto kind = passes::choice_kind(i)) {
+      activate(*kind);
+      if (*kind == passes::ChoiceKind::TransposedW) activate(passes::ChoiceKind::TransposedX);
+    }
+  if (records)
+    for (const passes::KernelRecord& r : *records) activate(r.kind);
   l.pick = [impl](const RewriteSite& site) -> std::optional<size_t> {
     // A gated site is named by its region (last); every other by its one matmul.
     const std::string& node = site.nodes.back();
@@ -32,16 +40,7 @@ Lowering lowering_from_ir(const ir::Graph& g, const std::vector<passes::KernelRe
     // x transposed is the first step of x and w transposed.
     if (site.kind == passes::ChoiceKind::TransposedX && want == ir::Impl::CublasltXtWt)
       want = ir::Impl::CublasltXt;
-    const bool mine = [&] {
-      switch (site.kind) {
-        case passes::ChoiceKind::Gated: return ir::is_gated(want);
-        case passes::ChoiceKind::SmallGemm: return want == ir::Impl::Simt || want == ir::Impl::Mma;
-        case passes::ChoiceKind::Tf32x3: return want == ir::Impl::Tf32x3;
-        case passes::ChoiceKind::TransposedX: return want == ir::Impl::CublasltXt;
-        case passes::ChoiceKind::TransposedW: return want == ir::Impl::CublasltXtWt;
-      }
-      return false;
-    }();
+    const bool mine = passes::choice_kind(want) == site.kind;
     if (!mine) return std::nullopt;
     for (size_t i = 0; i < site.options.size(); ++i)
       if (site.options[i].impl == want) return i;

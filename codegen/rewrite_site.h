@@ -5,6 +5,7 @@
 // (codegen/candidates.h), none, after noting what each option would make.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <optional>
 #include <string>
@@ -35,6 +36,10 @@ struct RewriteSite {
 };
 
 struct Lowering {
+  // The kinds of site it looks at: a rewrite skips any other kind's sites without making their
+  // options (a graph nothing was selected on makes none).
+  std::array<bool, passes::kChoiceKinds> active{};
+  bool looks_at(passes::ChoiceKind kind) const { return active[static_cast<size_t>(kind)]; }
   // The option to take at a site, or none (the steps stay).
   std::function<std::optional<size_t>(const RewriteSite&)> pick;
   // Selection's records, copied into Plan::choices as each site is met (none: nothing noted).

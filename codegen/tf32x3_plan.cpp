@@ -98,6 +98,7 @@ bool needs_tf32x3_tolerance(const Plan& plan) {
 }
 
 void apply_tf32x3(Plan& plan, const ir::Graph& g, const Lowering& lowering) {
+  if (!lowering.looks_at(passes::ChoiceKind::Tf32x3)) return;
   bool changed = false;
   std::map<int, int> split_x;  // x -> its split buffer, once a taken rewrite made one
   for (size_t i = 0; i < plan.steps.size(); ++i) {

@@ -24,6 +24,7 @@ int transposed_param(Plan& plan, int w) {
 // Once x is transposed: the site where the GEMM at `i` also reads its weight transposed. The
 // kernel at `producer` (writing x) is in both fragments: the GEMM's x comes from a step.
 void try_transposed_w(Plan& plan, size_t i, size_t producer, const Lowering& lowering) {
+  if (!lowering.looks_at(passes::ChoiceKind::TransposedW)) return;
   const auto& gemm = std::get<GemmStep>(plan.steps[i]);
   const Buffer& wb = plan.buffers[static_cast<size_t>(gemm.w)];
   if (!wb.uploaded() || wb.role != BufferRole::Param || wb.view_of >= 0 ||
@@ -48,6 +49,7 @@ void try_transposed_w(Plan& plan, size_t i, size_t producer, const Lowering& low
 }  // namespace
 
 void apply_transposed_x(Plan& plan, const ir::Graph& g, const Lowering& lowering) {
+  if (!lowering.looks_at(passes::ChoiceKind::TransposedX)) return;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const auto* gemm = std::get_if<GemmStep>(&plan.steps[i]);
     if (!gemm || gemm->dtype != ir::DType::F32 || gemm->tf32x3 || gemm->x_transposed ||

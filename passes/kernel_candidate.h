@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,24 @@ namespace mlpc::passes {
 // (it takes its GEMMs out of the rest), then each GEMM's kernel, then an f32 GEMM's 3xTF32 or
 // its layout, x first and then, once x is transposed, w.
 enum class ChoiceKind { Gated, SmallGemm, Tf32x3, TransposedX, TransposedW };
+inline constexpr int kChoiceKinds = 5;
+
+// The choice that sets `impl` on a node, or none for Auto and Cublaslt (nothing chosen over the
+// steps as they are). x and w transposed is TransposedW's, made after TransposedX's x.
+inline std::optional<ChoiceKind> choice_kind(ir::Impl impl) {
+  switch (impl) {
+    case ir::Impl::GatedWgmma:
+    case ir::Impl::GatedMma: return ChoiceKind::Gated;
+    case ir::Impl::Simt:
+    case ir::Impl::Mma: return ChoiceKind::SmallGemm;
+    case ir::Impl::Tf32x3: return ChoiceKind::Tf32x3;
+    case ir::Impl::CublasltXt: return ChoiceKind::TransposedX;
+    case ir::Impl::CublasltXtWt: return ChoiceKind::TransposedW;
+    case ir::Impl::Auto:
+    case ir::Impl::Cublaslt: return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 struct ImplOption {
   ir::Impl impl = ir::Impl::Auto;
