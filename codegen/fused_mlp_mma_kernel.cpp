@@ -164,6 +164,21 @@ __device__ __forceinline__ void mlpc_to_a(const float (&c)[R][NT][4], unsigned (
       }}
 }}
 
+// Four 16-byte pieces of a weight [NReal, K], the i-th 8 elements for i = i0, i0 + blockDim.x,
+// ... (zeros past NReal rows or `total` pieces): four loads in flight per thread.
+template <int NReal, int K, typename T>
+__device__ __forceinline__ void mlpc_load4(const T* __restrict__ w, int i0, int total,
+                                           uint4 (&v)[4]) {{
+  constexpr int kC = K / 8;
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {{
+    const int i = i0 + u * blockDim.x;
+    v[u] = i < total && i / kC < NReal
+               ? *reinterpret_cast<const uint4*>(w + (long long)(i / kC) * K + 8 * (i % kC))
+               : make_uint4(0u, 0u, 0u, 0u);
+  }}
+}}
+
 // Rows [0, N) of a weight [NReal, K] into shared memory at dst, in rows of S elements (zeros past
 // NReal), 16 bytes at a time, four loads in flight per thread.
 template <int NReal, int N, int K, int S, typename T>
@@ -171,13 +186,7 @@ __device__ __forceinline__ void mlpc_stage(const T* __restrict__ w, unsigned cha
   constexpr int kC = K / 8, kTotal = N * kC;
   for (int i0 = threadIdx.x; i0 < kTotal; i0 += 4 * blockDim.x) {{
     uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {{
-      const int i = i0 + u * blockDim.x;
-      v[u] = i < kTotal && i / kC < NReal
-                 ? *reinterpret_cast<const uint4*>(w + (long long)(i / kC) * K + 8 * (i % kC))
-                 : make_uint4(0u, 0u, 0u, 0u);
-    }}
+    mlpc_load4<NReal, K>(w, i0, kTotal, v);
 #pragma unroll
     for (int u = 0; u < 4; ++u) {{
       const int i = i0 + u * blockDim.x;
@@ -194,13 +203,7 @@ __device__ __forceinline__ void mlpc_stage_first(const T* __restrict__ w, unsign
   constexpr int kC = K / 8, kTotal = N * kC, kFull = K / 32 * 4;  // 8-chunks in 32-wide chunks
   for (int i0 = threadIdx.x; i0 < kTotal; i0 += 4 * blockDim.x) {{
     uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {{
-      const int i = i0 + u * blockDim.x;
-      v[u] = i < kTotal && i / kC < NReal
-                 ? *reinterpret_cast<const uint4*>(w + (long long)(i / kC) * K + 8 * (i % kC))
-                 : make_uint4(0u, 0u, 0u, 0u);
-    }}
+    mlpc_load4<NReal, K>(w, i0, kTotal, v);
 #pragma unroll
     for (int u = 0; u < 4; ++u) {{
       const int i = i0 + u * blockDim.x, c = i % kC;
