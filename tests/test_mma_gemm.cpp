@@ -169,7 +169,7 @@ TEST_CASE("gated GEMMs asked as mma kernels: gate, up and their combine as one m
   CHECK(std::string(cast.cubins.at(mma_steps(cast.plan)[0]->name).data(), 4) == "\x7f" "ELF");
 }
 
-TEST_CASE("gated candidates offer the Hopper kernel, then the mma one; the IR's impl picks",
+TEST_CASE("gated candidates offer the Hopper kernel, then the mma one, and the IR's impl picks",
           "[mma_gemm][select]") {
   CompiledGraph c = compile(make_sample("geglu"), mma_options(SmallGemms::Off, GatedGemms::Off));
   std::vector<codegen::CandidateFragments> gated;

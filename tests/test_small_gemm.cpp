@@ -118,7 +118,7 @@ TEST_CASE("plans with --small-gemms: each GEMM one generated kernel, named as th
   for (const codegen::Step& s : c.plan.steps) CHECK(std::holds_alternative<codegen::GemmStep>(s));
 }
 
-TEST_CASE("small-GEMM candidates are data; selection picks by their times, the plan obeys",
+TEST_CASE("small-GEMM candidates are data: selection picks by their times and the plan obeys",
           "[small_gemm][select]") {
   CompileOptions o{.fusion = true, .epilogues = true, .arch = "sm_90", .build_kernels = false,
                    .measure_epilogues = false};
