@@ -87,8 +87,8 @@ struct GemmStep {
 };
 
 // How a generated kernel is launched: one of the kinds of codegen/kernel_kinds.h.
-using KernelKind =
-    std::variant<Elementwise, RowReduction, SimtGemm, MmaGemm, GatedMmaGemm, GatedGemm>;
+using KernelKind = std::variant<Elementwise, RowReduction, SimtGemm, MmaGemm, GatedMmaGemm,
+                                GatedGemm, FusedMlpSimt>;
 
 // One generated kernel. Its signature (but for GatedGemm's) is
 //   extern "C" __global__ void NAME(const T0* in0, ..., const Tk* ink, T* out, long long n)
@@ -122,6 +122,18 @@ struct KernelStep {
     return std::visit(
         [](const auto& kd) -> int64_t {
           if constexpr (std::decay_t<decltype(kd)>::kProducts > 0) return kd.k;
+          else return 0;
+        },
+        kind);
+  }
+  // Multiply-adds per row of its output, for reports' FLOPs: row_len x K per product, or what a
+  // multi-layer kind counts over its layers (its `macs_per_row`); 0 for no GEMM.
+  int64_t macs_per_row() const {
+    return std::visit(
+        [&](const auto& kd) -> int64_t {
+          using K = std::decay_t<decltype(kd)>;
+          if constexpr (requires { kd.macs_per_row; }) return kd.macs_per_row;
+          else if constexpr (K::kProducts > 0) return row_len * kd.k * K::kProducts;
           else return 0;
         },
         kind);

@@ -65,9 +65,10 @@ StepFacts step_facts(const codegen::Plan& p, const codegen::Step& s, int64_t bat
       f.layout.push_back("store_transposed");  // for a GEMM's x
     for (int i : k.inputs) f.bytes += p.buffers[i].bytes(batch);
     f.bytes += p.buffers[k.output].bytes(batch);
-    if (k.gemm_products() > 0)
-      f.flops = 2.0 * static_cast<double>(p.buffers[k.output].numel(batch)) * k.product_k() *
-                k.gemm_products();
+    if (k.gemm_products() > 0)  // 2 x rows x multiply-adds a row
+      f.flops = 2.0 * static_cast<double>(p.buffers[k.output].numel(batch)) /
+                static_cast<double>(std::max<int64_t>(k.row_len, 1)) *
+                static_cast<double>(k.macs_per_row());
     f.dtype = p.buffers[k.output].type.dtype;
   }
   return f;

@@ -13,6 +13,7 @@
 #include "runtime/device/device.h"
 #include "runtime/exec/step_hooks.h"
 #include "runtime/exec/tensor_map.h"
+#include "codegen/fused_mlp_simt_kernel.h"
 #include "codegen/gated_gemm_kernel.h"
 #include "codegen/memory_plan.h"
 #include "codegen/mma_gemm_kernel.h"
@@ -221,6 +222,18 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
         MLPC_CUDA(cudaGetDevice(&device));
         MLPC_CUDA(cudaKernelSetAttributeForDevice(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, gated->smem_bytes, device));
+      }
+      // The fused MLP's shared memory past the default limit and a cluster past the portable
+      // size (its dims are compiled into the kernel): opt in.
+      if (const auto* fused = k->as<codegen::FusedMlpSimt>()) {
+        int device = 0;
+        MLPC_CUDA(cudaGetDevice(&device));
+        if (fused->smem_bytes > 48 * 1024)
+          MLPC_CUDA(cudaKernelSetAttributeForDevice(
+              kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, fused->smem_bytes, device));
+        if (fused->cluster > codegen::kPortableClusterSize)
+          MLPC_CUDA(cudaKernelSetAttributeForDevice(
+              kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, device));
       }
       kernels_[k->cubin_symbol()] = kernel;
     }
@@ -546,6 +559,10 @@ void Executor::resolve_launches(Bound& b) {
                      [&](const codegen::MmaGemm& m) { plain(codegen::launch_dims(m, k, n)); },
                      [&](const codegen::GatedMmaGemm& m) { plain(codegen::launch_dims(m, k, n)); },
                      [&](const codegen::GatedGemm& g) { resolve_gated(l, k, g, read); },
+                     [&](const codegen::FusedMlpSimt& f) {
+                       plain(codegen::launch_dims(f, k, n));
+                       l.smem = static_cast<unsigned>(f.smem_bytes);
+                     },
                  },
                  k.kind);
       b.has_work |= l.n > 0;
