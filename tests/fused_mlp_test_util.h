@@ -29,6 +29,28 @@ inline codegen::FusedMlpSpec mlp3_small_spec() {
   return mlp_spec(256, {{256, true, ir::Op::Relu}, {256, true, ir::Op::Relu}, {256, true, {}}});
 }
 
+// The MLPs the kernel's tests build and run: mlp3_small's shape, one layer, a residual, eight
+// layers, layers narrower than a cluster's columns (idle warps and blocks), K past 256.
+inline std::vector<codegen::FusedMlpSpec> varied_specs() {
+  using O = ir::Op;
+  return {
+      mlp3_small_spec(),
+      mlp_spec(16, {{16, false, {}}}),
+      mlp_spec(64, {{128, true, O::GeluTanh}, {64, true, {}}}, true),
+      // 64 wide: the graph's tolerance (a K-long sum's rounding) leaves room for the error that
+      // eight layers pass on.
+      mlp_spec(64, {{64, true, O::Silu}, {64, false, O::Relu}, {64, true, O::GeluTanh},
+                    {64, false, O::Silu}, {64, true, O::Relu}, {64, false, O::GeluTanh},
+                    {64, true, O::Silu}, {64, true, {}}},
+               true),
+      mlp_spec(32, {{32, true, O::Relu}, {32, true, O::Relu}, {32, true, O::Relu},
+                    {32, true, O::Relu}}),
+      mlp_spec(256, {{16, true, O::Relu}, {256, true, O::Relu}}),
+      mlp_spec(16, {{96, true, O::GeluTanh}, {256, false, O::Silu}, {16, true, {}}}),
+      mlp_spec(512, {{128, true, O::Relu}, {256, true, {}}}),
+  };
+}
+
 // The graph `spec` computes: %x, then per layer %w<i> (and %b<i>) as params, %y returned.
 inline std::string mlp_text(const codegen::FusedMlpSpec& spec) {
   std::string body, params;

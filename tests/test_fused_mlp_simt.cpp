@@ -172,36 +172,26 @@ TEST_CASE("fused MLP kernel: reports count every layer's multiply-adds", "[fused
 }
 
 TEST_CASE("fused MLP kernels build with NVRTC for sm_90", "[fused_mlp][nvrtc]") {
-  using O = ir::Op;
-  const std::vector<codegen::FusedMlpSpec> specs = {
-      testing::mlp3_small_spec(),
-      mlp_spec(16, {{16, false, {}}}),
-      mlp_spec(64, {{128, true, O::GeluTanh}, {64, true, {}}}, true),
-      mlp_spec(32, {{32, true, O::Silu}, {32, false, O::Relu}, {32, true, O::GeluTanh},
-                    {32, false, O::Silu}, {32, true, O::Relu}, {32, false, O::GeluTanh},
-                    {32, true, O::Silu}, {32, true, {}}},
-               true),
-      mlp_spec(256, {{16, true, O::Relu}, {256, true, O::Relu}}),
-      mlp_spec(16, {{96, true, O::GeluTanh}, {256, false, O::Silu}, {16, true, {}}}),
-      mlp_spec(128, {{128, false, O::Silu}, {128, false, O::Silu}, {128, false, O::Silu}}),
-      mlp_spec(512, {{128, true, O::Relu}, {256, true, {}}}),
-  };
-  for (const codegen::FusedMlpSpec& spec : specs) {
+  std::vector<codegen::KernelStep> kernels;
+  for (const codegen::FusedMlpSpec& spec : testing::varied_specs()) {
     auto k = codegen::generate_fused_mlp_simt_kernel(spec, "fused_mlp_nvrtc");
     REQUIRE(k);
-    INFO(k->source);
-    const std::vector<char> cubin = runtime::compile_to_cubin(k->source, k->name, "sm_90");
-    CHECK(std::string(cubin.data(), 4) == "\x7f" "ELF");
+    kernels.push_back(*k);
   }
-  for (const codegen::FusedMlpSimtConfig& config :
-       {codegen::FusedMlpSimtConfig{.rows_per_tile = 4, .warps = 4},
-        codegen::FusedMlpSimtConfig{.rows_per_tile = 16, .warps = 8},
-        codegen::FusedMlpSimtConfig{.rows_per_tile = 8, .warps = 8}}) {
-    auto k = codegen::generate_fused_mlp_simt_kernel(testing::mlp3_small_spec(), "fused_mlp_cfg",
-                                                     config);
+  // The other tiles and block sizes: 2 warps of 4 columns cover 128 in a cluster of 16.
+  for (const auto& [spec, config] :
+       {std::pair{testing::mlp3_small_spec(), codegen::FusedMlpSimtConfig{4, 4}},
+        std::pair{testing::mlp3_small_spec(), codegen::FusedMlpSimtConfig{16, 8}},
+        std::pair{testing::mlp3_small_spec(), codegen::FusedMlpSimtConfig{8, 8}},
+        std::pair{mlp_spec(64, {{128, true, ir::Op::Silu}, {64, false, {}}}, true),
+                  codegen::FusedMlpSimtConfig{8, 2}}}) {
+    auto k = codegen::generate_fused_mlp_simt_kernel(spec, "fused_mlp_nvrtc", config);
     REQUIRE(k);
-    INFO(k->source);
-    const std::vector<char> cubin = runtime::compile_to_cubin(k->source, k->name, "sm_90");
+    kernels.push_back(*k);
+  }
+  for (const codegen::KernelStep& k : kernels) {
+    INFO(k.source);
+    const std::vector<char> cubin = runtime::compile_to_cubin(k.source, k.name, "sm_90");
     CHECK(std::string(cubin.data(), 4) == "\x7f" "ELF");
   }
 }

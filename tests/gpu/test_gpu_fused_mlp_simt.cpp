@@ -8,7 +8,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cstring>
 
 #include "codegen/fused_mlp_simt_kernel.h"
 #include "compiler/check.h"
@@ -60,41 +59,24 @@ void check(const FusedMlpSpec& spec, const Values& values, int64_t batch,
   CHECK(c.ok);
 }
 
-std::vector<FusedMlpSpec> specs() {
-  return {
-      testing::mlp3_small_spec(),
-      mlp_spec(16, {{16, false, {}}}),
-      mlp_spec(64, {{128, true, O::GeluTanh}, {64, true, {}}}, true),
-      // Eight layers: 64 wide, so that the graph's tolerance (a K-long sum's rounding) leaves
-      // room for the error eight layers pass on.
-      mlp_spec(64, {{64, true, O::Silu}, {64, false, O::Relu}, {64, true, O::GeluTanh},
-                    {64, false, O::Silu}, {64, true, O::Relu}, {64, false, O::GeluTanh},
-                    {64, true, O::Silu}, {64, true, {}}},
-               true),
-      mlp_spec(32, {{32, true, O::Relu}, {32, true, O::Relu}, {32, true, O::Relu},
-                    {32, true, O::Relu}}),
-      // Layers narrower than the cluster's columns: idle warps and blocks.
-      mlp_spec(256, {{16, true, O::Relu}, {256, true, O::Relu}}),
-      mlp_spec(16, {{96, true, O::GeluTanh}, {256, false, O::Silu}, {16, true, {}}}),
-      // K past 256: lanes sum more than two chunks of it.
-      mlp_spec(512, {{128, true, O::Relu}, {256, true, {}}}),
-  };
+// One run of `ex` (a plan of `spec`'s kernel) at `batch` on values drawn from `seed`, checked.
+void run_and_check(runtime::Executor& ex, const FusedMlpSpec& spec, int64_t batch,
+                   uint64_t seed) {
+  INFO("batch " << batch);
+  const Values values = testing::mlp_values(spec, batch, seed);
+  bind_values(ex, values, batch, spec);
+  ex.run();
+  check(spec, values, batch, ex.outputs().at(0));
 }
 
 }  // namespace
 
 TEST_CASE("fused MLP kernel matches the reference", "[gpu][fused_mlp]") {
-  for (const FusedMlpSpec& spec : specs()) {
+  for (const FusedMlpSpec& spec : testing::varied_specs()) {
     INFO(testing::mlp_text(spec));
     const Built b = build(spec);
     runtime::Executor ex(b.plan, b.cubins, {.tune_gemms = false, .cuda_graph = false});
-    for (int64_t batch : {1, 64, 127, 1000}) {
-      INFO("batch " << batch);
-      const Values values = testing::mlp_values(spec, batch, 7);
-      bind_values(ex, values, batch, spec);
-      ex.run();
-      check(spec, values, batch, ex.outputs().at(0));
-    }
+    for (int64_t batch : {1, 64, 127, 1000}) run_and_check(ex, spec, batch, 7);
   }
 }
 
@@ -102,13 +84,7 @@ TEST_CASE("fused MLP kernel: any number of rows, one cluster a tile", "[gpu][fus
   const FusedMlpSpec spec = testing::mlp3_small_spec();
   const Built b = build(spec);
   runtime::Executor ex(b.plan, b.cubins, {.tune_gemms = false, .cuda_graph = false});
-  for (int64_t batch : {8, 9, 4097, 20000}) {
-    INFO("batch " << batch);
-    const Values values = testing::mlp_values(spec, batch, 8);
-    bind_values(ex, values, batch, spec);
-    ex.run();
-    check(spec, values, batch, ex.outputs().at(0));
-  }
+  for (int64_t batch : {8, 9, 4097, 20000}) run_and_check(ex, spec, batch, 8);
 }
 
 TEST_CASE("fused MLP kernel: other tiles and block sizes", "[gpu][fused_mlp]") {
@@ -117,20 +93,15 @@ TEST_CASE("fused MLP kernel: other tiles and block sizes", "[gpu][fused_mlp]") {
         codegen::FusedMlpSimtConfig{.rows_per_tile = 16, .warps = 8},
         codegen::FusedMlpSimtConfig{.rows_per_tile = 8, .warps = 8},
         codegen::FusedMlpSimtConfig{.rows_per_tile = 8, .warps = 2}}) {
-    for (const FusedMlpSpec& spec : {testing::mlp3_small_spec(),
-                                     mlp_spec(64, {{128, true, O::Silu}, {64, false, {}}}, true)}) {
+    for (const FusedMlpSpec& spec :
+         {testing::mlp3_small_spec(),
+          mlp_spec(64, {{128, true, O::Silu}, {64, false, {}}}, true)}) {
       if (!codegen::fused_mlp_simt_fits(spec, runtime::device_arch(), nullptr, config)) continue;
       INFO(config.rows_per_tile << " rows, " << config.warps << " warps\n"
                                 << testing::mlp_text(spec));
       const Built b = build(spec, config);
       runtime::Executor ex(b.plan, b.cubins, {.tune_gemms = false, .cuda_graph = false});
-      for (int64_t batch : {1, 64, 127}) {
-        INFO("batch " << batch);
-        const Values values = testing::mlp_values(spec, batch, 9);
-        bind_values(ex, values, batch, spec);
-        ex.run();
-        check(spec, values, batch, ex.outputs().at(0));
-      }
+      for (int64_t batch : {1, 64, 127}) run_and_check(ex, spec, batch, 9);
     }
   }
 }
