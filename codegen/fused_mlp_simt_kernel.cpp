@@ -58,7 +58,8 @@ SmemLayout smem_layout(const FusedMlpSpec& spec, const FusedMlpSimtConfig& c) {
   return s;
 }
 
-// Blocks per cluster: enough for the widest layer's columns, a power of two.
+// Blocks per cluster: enough for the widest layer's columns, rounded up to a power of two so that
+// few cluster shapes occur (each a variant to test); an extra block idles in that layer.
 int cluster_size(const FusedMlpSpec& spec, const FusedMlpSimtConfig& c) {
   const int64_t blocks = (max_out_width(spec) + block_cols(c) - 1) / block_cols(c);
   int size = 1;
