@@ -118,6 +118,24 @@ struct FusedMlpMma {
   bool operator==(const FusedMlpMma&) const = default;
 };
 
+// A whole MLP in one kernel on the CUDA cores, IEEE fp32 (codegen/fused_mlp_simt_kernel.h): a
+// cluster of `cluster` blocks of `threads` threads per tile of rows_per_tile rows of y, through
+// every layer, with smem_bytes of dynamic shared memory. Its chain of products counts as one
+// GEMM of x (K = k, x's width); reports take its multiply-adds from macs_per_row, the sum over
+// layers of n_i x n_{i-1} for a row of y.
+struct FusedMlpSimt {
+  static constexpr std::string_view kName = "fused_mlp";
+  static constexpr int kProducts = 1;
+  static constexpr bool kArchSpecific = false;
+  int64_t k = 0;
+  int64_t macs_per_row = 0;
+  int rows_per_tile = 0;
+  int cluster = 0;
+  int threads = 0;
+  int smem_bytes = 0;
+  bool operator==(const FusedMlpSimt&) const = default;
+};
+
 // Overloaded lambdas for std::visit over the kinds.
 template <class... F>
 struct Overloaded : F... {

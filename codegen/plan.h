@@ -88,7 +88,7 @@ struct GemmStep {
 
 // How a generated kernel is launched: one of the kinds of codegen/kernel_kinds.h.
 using KernelKind = std::variant<Elementwise, RowReduction, SimtGemm, MmaGemm, GatedMmaGemm,
-                                GatedGemm, FusedMlpMma>;
+                                GatedGemm, FusedMlpMma, FusedMlpSimt>;
 
 // One generated kernel. Its signature (but for GatedGemm's) is
 //   extern "C" __global__ void NAME(const T0* in0, ..., const Tk* ink, T* out, long long n)

@@ -12,13 +12,14 @@ namespace mlpc {
 // One step of a plan as every report shows it: the same name in the IR (fused.pointwise symbol,
 // "gemm_<value>"), the .cu file, the trace, the explain table and the fusion report.
 struct StepFacts {
-  std::string name, kind;  // kind: "gemm" | "gated_gemm" | "pointwise" | "reduction"
+  std::string name, kind;  // kind: "gemm" | "gated_gemm" | "pointwise" | "reduction" | "fused_mlp"
   std::vector<std::string> ops, nodes;  // IR op names; IR value names it computes
   // Operands stored transposed (codegen/transposed_x_plan.h): "x_transposed", "w_transposed"
   // (a GEMM reads them so), "store_transposed" (a kernel writes its output so).
   std::vector<std::string> layout;
   int64_t bytes = 0;  // device memory read + written at this batch
-  double flops = 0;   // GEMMs only: 2 * rows * n * k (twice that for a gated GEMM)
+  double flops = 0;   // GEMMs only: 2 * rows * n * k (twice that for a gated GEMM, the sum over
+                      // its layers for a fused MLP)
   ir::DType dtype = ir::DType::F32;  // of its output
   bool generated = true;  // a generated kernel (a .cu file), not a cuBLASLt call
 };

@@ -1,16 +1,21 @@
-// What the fused-MLP kernel tests share (CPU: tests/test_fused_mlp_kernel.cpp, GPU:
-// tests/gpu/test_gpu_fused_mlp.cpp): specs, the same MLP as an IR graph (one node per op, so the
-// fp64 reference computes it), and a plan of the one generated kernel over that graph's buffers.
+// What the fused-MLP kernel tests share (CPU: tests/test_fused_mlp_{kernel,simt}.cpp, GPU:
+// tests/gpu/test_gpu_fused_mlp{,_simt}.cpp): specs, the same MLP as an IR graph (one node per op,
+// so the fp64 reference computes it), seeded values in which every layer matters, and a plan of
+// the one generated kernel over that graph's buffers.
 #pragma once
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "codegen/fused_mlp_spec.h"
 #include "codegen/plan.h"
+#include "compiler/check.h"
 #include "ir/graph.h"
 #include "ir/op.h"
 #include "ir/parser.h"
@@ -106,6 +111,66 @@ inline codegen::Plan fused_mlp_plan(const codegen::FusedMlpSpec& s, codegen::Ker
   p.inputs = {0};
   p.outputs = {y};
   return p;
+}
+
+// An f32 MLP from `in` through `layers`.
+inline codegen::FusedMlpSpec mlp_spec(int64_t in, std::vector<codegen::FusedMlpLayer> layers,
+                                      bool residual = false) {
+  return {.dtype = ir::DType::F32, .in_width = in, .layers = std::move(layers),
+          .residual = residual};
+}
+
+// mlp3_small (samples/mlp3_small.mlp): three 256-wide layers with bias, ReLU between.
+inline codegen::FusedMlpSpec mlp3_small_spec() {
+  return mlp_spec(256, {{256, true, ir::Op::Relu}, {256, true, ir::Op::Relu}, {256, true, {}}});
+}
+
+// The MLPs the kernel's tests build and run: mlp3_small's shape, one layer, a residual, eight
+// layers, layers narrower than a cluster's columns (idle warps and blocks), K past 256.
+inline std::vector<codegen::FusedMlpSpec> varied_specs() {
+  using O = ir::Op;
+  return {
+      mlp3_small_spec(),
+      mlp_spec(16, {{16, false, {}}}),
+      mlp_spec(64, {{128, true, O::GeluTanh}, {64, true, {}}}, true),
+      // 64 wide: the graph's tolerance (a K-long sum's rounding) leaves room for the error that
+      // eight layers pass on.
+      mlp_spec(64, {{64, true, O::Silu}, {64, false, O::Relu}, {64, true, O::GeluTanh},
+                    {64, false, O::Silu}, {64, true, O::Relu}, {64, false, O::GeluTanh},
+                    {64, true, O::Silu}, {64, true, {}}},
+               true),
+      mlp_spec(32, {{32, true, O::Relu}, {32, true, O::Relu}, {32, true, O::Relu},
+                    {32, true, O::Relu}}),
+      mlp_spec(256, {{16, true, O::Relu}, {256, true, O::Relu}}),
+      mlp_spec(16, {{96, true, O::GeluTanh}, {256, false, O::Silu}, {16, true, {}}}),
+      mlp_spec(512, {{128, true, O::Relu}, {256, true, {}}}),
+  };
+}
+
+// Seeded values: x standard normal, weights U(+-sqrt(6 / K)) (He's scale: a ReLU layer keeps
+// its input's scale, so the last layer's output still depends on the first's, and no layer's
+// error hides under the others'), biases U(+-0.25). Rounded to f32.
+inline Values mlp_values(const codegen::FusedMlpSpec& spec, int64_t batch, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto tensor = [&](std::vector<int64_t> dims, auto&& draw) {
+    runtime::HostTensor t{ir::DType::F32, std::move(dims), {}};
+    t.data.resize(static_cast<size_t>(t.numel()));
+    for (double& v : t.data) v = static_cast<float>(draw());
+    return t;
+  };
+  std::normal_distribution<double> normal;
+  Values v;
+  int64_t k = spec.in_width;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    std::uniform_real_distribution<double> w(-std::sqrt(6.0 / k), std::sqrt(6.0 / k));
+    std::uniform_real_distribution<double> b(-0.25, 0.25);
+    v[fmt::format("w{}", i + 1)] = tensor({spec.layers[i].n, k}, [&] { return w(rng); });
+    if (spec.layers[i].bias)
+      v[fmt::format("b{}", i + 1)] = tensor({spec.layers[i].n}, [&] { return b(rng); });
+    k = spec.layers[i].n;
+  }
+  v["x"] = tensor({batch, spec.in_width}, [&] { return normal(rng); });  // params: any batch
+  return v;
 }
 
 }  // namespace mlpc::testing

@@ -14,6 +14,7 @@
 #include "runtime/exec/step_hooks.h"
 #include "runtime/exec/tensor_map.h"
 #include "codegen/fused_mlp_mma_kernel.h"
+#include "codegen/fused_mlp_simt_kernel.h"
 #include "codegen/gated_gemm_kernel.h"
 #include "codegen/memory_plan.h"
 #include "codegen/mma_gemm_kernel.h"
@@ -221,6 +222,14 @@ Executor::Executor(const codegen::Plan& plan, std::map<std::string, std::vector<
         MLPC_CUDA(cudaGetDevice(&device));
         MLPC_CUDA(cudaKernelSetAttributeForDevice(
             kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, k->smem_bytes(), device));
+      }
+      // A cluster past the portable size (the fused MLP's dims are compiled in): opt in.
+      if (const auto* fused = k->as<codegen::FusedMlpSimt>();
+          fused && fused->cluster > codegen::kPortableClusterSize) {
+        int device = 0;
+        MLPC_CUDA(cudaGetDevice(&device));
+        MLPC_CUDA(cudaKernelSetAttributeForDevice(
+            kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1, device));
       }
       kernels_[k->cubin_symbol()] = kernel;
     }
@@ -541,15 +550,10 @@ void Executor::resolve_launches(Bound& b) {
         l.args.push_back(&l.n);
       };
       std::visit(codegen::Overloaded{
-                     [&](const codegen::Elementwise& e) { plain(codegen::launch_dims(e, k, n)); },
-                     [&](const codegen::RowReduction& r) { plain(codegen::launch_dims(r, k, n)); },
-                     [&](const codegen::SimtGemm& g) { plain(codegen::launch_dims(g, k, n)); },
-                     [&](const codegen::MmaGemm& m) { plain(codegen::launch_dims(m, k, n)); },
-                     [&](const codegen::GatedMmaGemm& m) { plain(codegen::launch_dims(m, k, n)); },
                      [&](const codegen::GatedGemm& g) { resolve_gated(l, k, g, read); },
-                     [&](const codegen::FusedMlpMma& f) {
-                       plain(codegen::launch_dims(f, k, n));
-                       l.smem = static_cast<unsigned>(f.smem_bytes);
+                     [&](const auto& kd) {
+                       plain(codegen::launch_dims(kd, k, n));
+                       l.smem = static_cast<unsigned>(k.smem_bytes());
                      },
                  },
                  k.kind);
