@@ -3,7 +3,7 @@
 // bf16, launched as the executor launches it; each output checked on sampled rows against an fp64
 // reference that rounds every hidden activation as the kernel does. Prints µs per launch, the
 // bandwidth of x and y (and the weights, once), TFLOP/s, registers; then the same kernel at 8 and
-// 16 warps a block at most (its launch bound edited) beside the generated 12.
+// 16 warps a block at most (its launch bound edited) beside the generated 8.
 // Usage: fused_mlp_probe [ROWS,WIDTH,LAYERS ...]   (default: 262144,64,6)
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -92,8 +92,8 @@ void probe_dtype(const bench::Shape& shape, ir::DType dt, int sms) {
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(f.macs_per_row);
   const double bytes = static_cast<double>(rows * (s.in_width + kOut) * 2 + weight_bytes);
   const std::string arch = runtime::device_arch();
-  // The generated kernel, then its launch bound edited to 8 and 16 warps.
-  for (int max_warps : {codegen::kFusedMlpMaxWarps, 8, 16}) {
+  // The generated kernel, then its launch bound edited to 12 and 16 warps.
+  for (int max_warps : {codegen::kFusedMlpMaxWarps, 12, 16}) {
     std::string source = k->source;
     if (max_warps != codegen::kFusedMlpMaxWarps) {
       const std::string bound = fmt::format("__launch_bounds__({}, 1)", f.threads);

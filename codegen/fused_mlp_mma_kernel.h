@@ -25,7 +25,7 @@
 //
 // The budget. Registers: a thread holds R * width / 2 fp32 accumulators of a layer, R * width / 4
 // packed A registers of its input, and R * in_width / 4 of the next tile's x; R * max width <= 128
-// keeps that near 128 registers, under the 168 that 12 warps per SM leave a thread, so R is 128 /
+// keeps that near 128 registers, well under the 255 a thread may hold, so R is 128 /
 // the widest layer (at most 4) and a layer wider than 128 is refused (it would spill). Shared
 // memory: the padded weights and the biases must fit a block's 227 KiB (sm_90's opt-in limit;
 // sm_80 allows 163 KiB, so the largest specs launch on sm_90 only). Widths: in_width and every
@@ -50,8 +50,10 @@ namespace mlpc::codegen {
 // A block's dynamic shared memory at most: sm_90's opt-in limit.
 inline constexpr int kFusedMlpSmemBudget = 227 * 1024;
 inline constexpr int64_t kFusedMlpMaxWidth = 128;  // R * width <= 128 registers' worth
-// Warps of a block at most: one block per SM, 65536 registers / 12 warps = 168 a thread.
-inline constexpr int kFusedMlpMaxWarps = 12;
+// Warps of a block at most: one block per SM, so 65536 registers / 8 warps leave a thread 255.
+// Fewer warps with more registers each beat 12 warps on the tensor cores
+// (docs/kernels/fused_mlp_mma.md).
+inline constexpr int kFusedMlpMaxWarps = 8;
 
 // How the kernel covers a spec: `r` m16 tiles per warp, up to `warps` warps a block (one block per
 // SM), `smem_bytes` of weights and biases a block.

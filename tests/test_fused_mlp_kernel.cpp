@@ -36,7 +36,7 @@ TEST_CASE("fused MLP mma kernel: shape, launch, FLOPs and ops", "[fused_mlp]") {
   REQUIRE(codegen::fused_mlp_mma_fits(s, &why));
   const codegen::FusedMlpMmaShape shape = codegen::fused_mlp_mma_shape(s);
   CHECK(shape.r == 2);  // 128 / 64: two m16 tiles a warp
-  CHECK(shape.warps == 12);
+  CHECK(shape.warps == 8);
   // Five 64 x (64 + 8) weights and one 16 x 72, 2 bytes each; no biases.
   CHECK(shape.smem_bytes == (5 * 64 * 72 + 16 * 72) * 2);
 
@@ -50,7 +50,7 @@ TEST_CASE("fused MLP mma kernel: shape, launch, FLOPs and ops", "[fused_mlp]") {
   const auto* f = k->as<codegen::FusedMlpMma>();
   REQUIRE(f);
   CHECK(f->tile_rows == 32);
-  CHECK(f->threads == 384);
+  CHECK(f->threads == 256);
   CHECK(f->smem_bytes == shape.smem_bytes);
   CHECK(k->smem_bytes() == shape.smem_bytes);
   CHECK(f->macs_per_row == 5 * 64 * 64 + 16 * 64);
@@ -60,10 +60,10 @@ TEST_CASE("fused MLP mma kernel: shape, launch, FLOPs and ops", "[fused_mlp]") {
   CHECK(has(k->source, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
   CHECK(has(k->source, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
   CHECK(has(k->source, "cvt.rn.relu.f16x2.f32"));  // a hidden ReLU and its rounding: one cvt
-  CHECK(has(k->source, "__launch_bounds__(384, 1)"));
-  // Launch: 2^18 rows are 8192 warp tiles of 32 rows: full blocks of 12 warps, one per SM.
+  CHECK(has(k->source, "__launch_bounds__(256, 1)"));
+  // Launch: 2^18 rows are 8192 warp tiles of 32 rows: full blocks of 8 warps, one per SM.
   CHECK(codegen::launch_dims(*f, *k, (int64_t{1} << 18) * 16).grid == 132);
-  CHECK(codegen::launch_dims(*f, *k, (int64_t{1} << 18) * 16).block == 384);
+  CHECK(codegen::launch_dims(*f, *k, (int64_t{1} << 18) * 16).block == 256);
   // Few rows spread over SMs: 1000 rows are 32 tiles, a warp each; one row is one warp.
   CHECK(codegen::launch_dims(*f, *k, 1000 * 16).grid == 32);
   CHECK(codegen::launch_dims(*f, *k, 1000 * 16).block == 32);
