@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "codegen/fused_mlp_plan.h"
 #include "codegen/gated_gemm_plan.h"
 #include "codegen/tf32x3_plan.h"
 #include "codegen/transposed_x_plan.h"
@@ -213,6 +214,9 @@ Plan lower_plan(const ir::Graph& g, const Lowering& lowering) {
         break;
       }
       case ir::Op::MatMul: {
+        if (n.impl == ir::Impl::FusedMlp)
+          throw Error(fmt::format("node %{}: impl fused_mlp runs as a fused.mlp region, which the "
+                                  "fuse-mlp pass makes", n.name));
         GemmStep s;
         s.epilogue = n.epilogue;
         if (n.epilogue.bias) s.bias = buf(n.operands[2]);
@@ -242,6 +246,14 @@ Plan lower_plan(const ir::Graph& g, const Lowering& lowering) {
         plan.steps.push_back(std::move(k));
         break;
       }
+      case ir::Op::FusedMlp: {
+        std::vector<int> operands;
+        for (ir::NodeId o : n.operands) operands.push_back(buf(o));
+        KernelStep k = lower_fused_mlp(n, std::move(operands), add_buffer(n, BufferRole::Intermediate));
+        lowering.record(plan, {.kind = passes::ChoiceKind::FusedMlp, .step = n.symbol}, true);
+        plan.steps.push_back(std::move(k));
+        break;
+      }
       case ir::Op::Return:
         for (ir::NodeId o : n.operands) {
           Buffer& b = plan.buffers[buf(o)];
@@ -255,8 +267,9 @@ Plan lower_plan(const ir::Graph& g, const Lowering& lowering) {
                                 n.name, ir::op_name(n.op)));
     }
   }
-  // Gated GEMMs first: gate and up become one kernel only while both are plain GEMM steps, so
-  // their own small-GEMM sites (below) come after, for what the gated ones leave.
+  // Fused MLPs, then gated GEMMs: each takes GEMMs only while they are plain GEMM steps, so
+  // the small-GEMM sites (below) come after, for what they leave.
+  apply_fused_mlps(plan, g, lowering);
   apply_gated_gemms(plan, g, lowering);
   apply_small_gemms(plan, lowering, kernel_names);
   apply_tf32x3(plan, g, lowering);

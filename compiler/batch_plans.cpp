@@ -27,7 +27,8 @@ bool decisions_depend_on_rows(const CompileOptions& o) {
   if (!o.fusion) return false;  // eager: no decision at all
   return o.merge_gemms == MergeGemms::Measure || o.small_gemms == SmallGemms::Measure ||
          o.gated_gemms == GatedGemms::Measure || o.fp32_gemms == Fp32Gemms::Measure ||
-         o.transposed_x == TransposedX::Measure || (o.epilogues && o.measure_epilogues);
+         o.transposed_x == TransposedX::Measure || o.fused_mlps == FusedMlps::Measure ||
+         (o.epilogues && o.measure_epilogues);
 }
 
 std::string plan_signature(const CompiledGraph& c) {

@@ -78,6 +78,7 @@ struct GraphArgs {
   std::string gated_gemms;  // empty: the level's default
   std::string fp32_gemms;   // empty: ieee, at every level
   std::string transposed_x;  // empty: the level's default
+  std::string fused_mlp;     // empty: the level's default
 
   void add_to(CLI::App* cmd, bool several_batches = false) {
     cmd->add_option("--sample", sample, "a built-in sample (see `mlpc samples`)");
@@ -130,6 +131,12 @@ struct GraphArgs {
                     "layout; the same launches and results): auto (-O2's default: where "
                     "measured faster on this GPU), on, off (-O0/-O1's default)")
         ->check(CLI::IsMember({"auto", "on", "off"}));
+    cmd->add_option("--fused-mlp", fused_mlp,
+                    "chains of narrow layers (each hidden value read only by the next layer) as "
+                    "one kernel that keeps the hidden values on chip: auto (-O2's default: where "
+                    "measured faster on this GPU than the layers apart), on (wherever the kernel "
+                    "takes them), off (-O0/-O1's default)")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
   }
 
   // Flags of the GPU executor (run, bench).
@@ -148,7 +155,7 @@ struct GraphArgs {
     CompileOptions o = options_for_level(
         opt_level, {.no_fusion = no_fusion, .merge_gemms = merge_gemms, .small_gemms = small_gemms,
                     .gated_gemms = gated_gemms, .fp32_gemms = fp32_gemms,
-                    .transposed_x = transposed_x});
+                    .transposed_x = transposed_x, .fused_mlp = fused_mlp});
     // Measured at the batch asked for; bench with several sizes decides at each
     // (compiler/batch_plans.h), and its --trace follows the first, as this does.
     o.decide_rows = batch;

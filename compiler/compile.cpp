@@ -7,6 +7,7 @@
 #include "compiler/logs.h"
 #include "compiler/speculative_builds.h"
 #include "compiler/tuning.h"
+#include "passes/fuse_mlp.h"
 #include "passes/select_kernels.h"
 #include "runtime/jit/build_log.h"
 #include "runtime/device/device.h"
@@ -18,7 +19,8 @@ using Clock = std::chrono::steady_clock;
 using runtime::ms_since;
 
 passes::SelectOptions select_options(const CompileOptions& o, const std::string& arch) {
-  return {.small_gemms = o.small_gemms,
+  return {.fused_mlps = o.fused_mlps,
+          .small_gemms = o.small_gemms,
           .gated_gemms = o.gated_gemms,
           .fp32_gemms = o.fp32_gemms,
           .transposed_x = o.transposed_x,
@@ -55,6 +57,7 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
     passes::run_pass(c.pipeline, "select-kernels", [&](ir::Graph& x) {
       return passes::select_kernels(x, tuned.candidates, select, &records);
     });
+    passes::run_pass(c.pipeline, "fuse-mlp", passes::fuse_mlp);
   }
   c.plan = codegen::build_plan(c.pipeline.graph, {.records = &records});
   c.plan_ms = ms_since(phase);

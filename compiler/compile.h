@@ -46,6 +46,10 @@ struct CompileOptions {
   // (codegen/transposed_x_plan.h): never, always, or where measured faster on this GPU at
   // `decide_rows` rows; recorded in Plan::choices. Results are the same SGEMM's either way.
   TransposedX transposed_x = TransposedX::Off;
+  // Chains of narrow layers as one kernel each (passes/fuse_mlp.h, codegen/fused_mlp_plan.h):
+  // never, always where the kernel takes them, or where measured faster on this GPU at
+  // `decide_rows` rows than the layers apart; recorded in Plan::choices.
+  FusedMlps fused_mlps = FusedMlps::Off;
 };
 
 // The batch size the -O2 decisions measure at: options.decide_rows, else kDefaultDecideRows.

@@ -16,6 +16,7 @@ namespace mlpc {
 enum class MergeGemms { Off, On, Measure };
 // How kernel selection chooses each kind of GEMM kernel (passes/kernel_rules.h).
 using passes::Fp32Gemms;
+using passes::FusedMlps;
 using passes::GatedGemms;
 using passes::SmallGemms;
 using passes::TransposedX;

@@ -27,6 +27,7 @@ CompileOptions options_for_level(int level, const LevelOverrides& ov) {
   check_choice("gated_gemms", ov.gated_gemms, {"auto", "on", "off", "mma"});
   check_choice("fp32_gemms", ov.fp32_gemms, {"auto", "ieee", "tf32x3"});
   check_choice("transposed_x", ov.transposed_x, {"auto", "on", "off"});
+  check_choice("fused_mlp", ov.fused_mlp, {"auto", "on", "off"});
   const bool fusion = !ov.no_fusion && level >= 1;
   CompileOptions o{.fusion = fusion, .epilogues = fusion && level >= 2};
   const std::string level_default = level >= 2 ? "auto" : "off";
@@ -57,6 +58,11 @@ CompileOptions options_for_level(int level, const LevelOverrides& ov) {
                    : transposed == "auto" ? TransposedX::Measure
                                           : TransposedX::Off;
   if (!fusion) o.transposed_x = TransposedX::Off;  // eager: PyTorch's layouts
+  const std::string fused_mlp = pick(ov.fused_mlp);
+  o.fused_mlps = fused_mlp == "on"     ? FusedMlps::On
+                 : fused_mlp == "auto" ? FusedMlps::Measure
+                                       : FusedMlps::Off;
+  if (!fusion) o.fused_mlps = FusedMlps::Off;  // eager: one kernel per op
   return o;
 }
 

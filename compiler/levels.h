@@ -9,12 +9,12 @@
 
 namespace mlpc {
 
-// Each override is empty (the level's default) or the CLI's value for it: merge_gemms, gated and
-// transposed_x take auto|on|off (gated also mma), small_gemms auto|on|off|mma, fp32_gemms
-// auto|ieee|tf32x3. no_fusion forces -O0.
+// Each override is empty (the level's default) or the CLI's value for it: merge_gemms, gated,
+// transposed_x and fused_mlp take auto|on|off (gated also mma), small_gemms auto|on|off|mma,
+// fp32_gemms auto|ieee|tf32x3. no_fusion forces -O0.
 struct LevelOverrides {
   bool no_fusion = false;
-  std::string merge_gemms, small_gemms, gated_gemms, fp32_gemms, transposed_x;
+  std::string merge_gemms, small_gemms, gated_gemms, fp32_gemms, transposed_x, fused_mlp;
 };
 
 // The options of `level` (0, 1 or 2) with `overrides` applied; a level or an override value

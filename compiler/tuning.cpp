@@ -89,7 +89,7 @@ bool measures_kernels(const passes::SelectOptions& o) {
   return (o.gated_gemms == GatedGemms::Measure &&
           (gated_gemms_run_on(o.arch) || mma_gemms_run_on(o.arch))) ||
          o.small_gemms == SmallGemms::Measure || o.fp32_gemms == Fp32Gemms::Measure ||
-         o.transposed_x == TransposedX::Measure;
+         o.transposed_x == TransposedX::Measure || o.fused_mlps == FusedMlps::Measure;
 }
 
 std::vector<codegen::Step> steps_to_time(const std::vector<codegen::CandidateFragments>& cands,

@@ -92,7 +92,8 @@ std::string graph_dot(const CompiledGraph& c, int64_t batch) {
         for (ir::NodeId o : n.operands) out << "  " << value_id[o.index] << " -> " << id << ";\n";
         break;
       case ir::Op::FusedPointwise:
-      case ir::Op::FusedReduction: {
+      case ir::Op::FusedReduction:
+      case ir::Op::FusedMlp: {
         const ir::Graph& body = *n.body;
         const GroupTraffic& t = traffic[n.symbol];
         out << "  subgraph " << dot_string("cluster_" + n.symbol) << " {\n"

@@ -20,6 +20,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pipeline.h"
+#include "passes/fuse_mlp.h"
 #include "passes/select_kernels.h"
 
 namespace mlpc::fuzz {
@@ -100,8 +101,8 @@ inline void check_pipeline(std::string_view text) {
       plans.push_back(codegen::build_plan(r.graph));
       // Kernel selection forced each way it can go without a GPU (the asked-for modes): every
       // GEMM as the CUDA-core kernel, as the mma kernel, every gated GEMM as each kernel, every
-      // f32 GEMM as 3xTF32, every f32 GEMM's x and w transposed; each selected graph prints and
-      // parses back with its impls.
+      // f32 GEMM as 3xTF32, every f32 GEMM's x and w transposed, every chain the fused-MLP
+      // kernels take as one fused.mlp region; each selected graph prints and parses back.
       const passes::SelectOptions forced[] = {
           {.small_gemms = passes::SmallGemms::On},
           {.small_gemms = passes::SmallGemms::Mma},
@@ -109,6 +110,7 @@ inline void check_pipeline(std::string_view text) {
           {.gated_gemms = passes::GatedGemms::Mma},
           {.fp32_gemms = passes::Fp32Gemms::Tf32x3},
           {.transposed_x = passes::TransposedX::On},
+          {.fused_mlps = passes::FusedMlps::On},
       };
       const std::vector<codegen::CandidateFragments> cands = codegen::enumerate_candidates(r.graph);
       std::vector<passes::KernelCandidate> candidates;
@@ -117,6 +119,7 @@ inline void check_pipeline(std::string_view text) {
         ir::Graph selected = r.graph;
         std::vector<passes::KernelRecord> records;
         passes::select_kernels(selected, candidates, so, &records);
+        passes::fuse_mlp(selected);
         ir::verify(selected);
         check_round_trip(selected, "graph after kernel selection");
         plans.push_back(codegen::build_plan(selected, {.records = &records}));

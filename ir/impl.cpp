@@ -6,7 +6,7 @@
 namespace mlpc::ir {
 namespace {
 
-constexpr std::array<std::pair<Impl, std::string_view>, 9> kNames = {{
+constexpr std::array<std::pair<Impl, std::string_view>, 10> kNames = {{
     {Impl::Auto, "auto"},
     {Impl::Cublaslt, "cublaslt"},
     {Impl::CublasltXt, "cublaslt_xt"},
@@ -16,6 +16,7 @@ constexpr std::array<std::pair<Impl, std::string_view>, 9> kNames = {{
     {Impl::Mma, "mma"},
     {Impl::GatedWgmma, "gated_wgmma"},
     {Impl::GatedMma, "gated_mma"},
+    {Impl::FusedMlp, "fused_mlp"},
 }};
 
 }  // namespace

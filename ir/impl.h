@@ -1,6 +1,7 @@
 // How a GEMM runs: the attribute passes/select_kernels sets on each matmul (and on the
-// fused.pointwise region a gated GEMM kernel swallows), printed as `impl NAME`. Codegen lowers
-// what it says and decides nothing; `auto` is a graph no selection ran on (cuBLASLt).
+// fused.pointwise region a gated GEMM kernel swallows, and on a fused.mlp region), printed as
+// `impl NAME`. Codegen lowers what it says and decides nothing; `auto` is a graph no selection
+// ran on (cuBLASLt).
 #pragma once
 
 #include <optional>
@@ -18,6 +19,7 @@ enum class Impl {
   Mma,           // the tensor-core mma.sync kernel (codegen/mma_gemm_kernel.h)
   GatedWgmma,    // gate, up and their combine as the Hopper gated kernel (gated_gemm_kernel.h)
   GatedMma,      // the same as the mma.sync gated kernel
+  FusedMlp,      // a layer of a whole MLP in one kernel (a fused.mlp region, ir/mlp_chain.h)
 };
 
 std::string_view impl_name(Impl impl);

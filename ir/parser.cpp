@@ -258,7 +258,8 @@ Impl Parser::impl_attribute() {
   auto impl = parse_impl(t.text);
   if (!impl || *impl == Impl::Auto)
     fail(t.loc, fmt::format("unknown implementation '{}' (expected cublaslt, cublaslt_xt, "
-                            "cublaslt_xt_wt, tf32x3, simt, mma, gated_wgmma or gated_mma)",
+                            "cublaslt_xt_wt, tf32x3, simt, mma, gated_wgmma, gated_mma or "
+                            "fused_mlp)",
                             t.text));
   return *impl;
 }
@@ -284,7 +285,11 @@ void Parser::statement(Scope& s, bool in_region) {
                                    : fmt::format("'{}' is not allowed in a fused.reduction region "
                                                  "(only pointwise ops and row reductions are)",
                                                  op_tok.text));
-  if (in_region && region_op_ != Op::FusedReduction && !is_pointwise(*op))
+  if (in_region && region_op_ == Op::FusedMlp && *op != Op::MatMul)
+    fail(op_tok.loc, is_fused(*op) ? std::string("fused regions cannot nest")
+                                   : fmt::format("'{}' is not allowed in a fused.mlp region (only "
+                                                 "matmuls are)", op_tok.text));
+  if (in_region && region_op_ == Op::FusedPointwise && !is_pointwise(*op))
     fail(op_tok.loc, is_fused(*op)
                          ? std::string("fused.pointwise regions cannot nest")
                          : fmt::format("'{}' is not allowed in a fused.pointwise region (only "

@@ -27,6 +27,7 @@ class Printer {
         case Op::Param: out_ += " " + type(n.type) + "\n"; continue;
         case Op::FusedPointwise:
         case Op::FusedReduction:
+        case Op::FusedMlp:
           out_ += fmt::format(" @{}({}){} : {} {{\n", n.symbol, operands(g, n), impl(n),
                               type(n.type));
           body(*n.body, indent + 2);

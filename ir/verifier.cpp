@@ -8,6 +8,7 @@
 
 #include "ir/error.h"
 #include "ir/infer.h"
+#include "ir/mlp_chain.h"
 #include "ir/row_space.h"
 
 namespace mlpc::ir {
@@ -83,7 +84,10 @@ class Verifier {
     if (region && region_op_ == Op::FusedReduction)
       if (!(n.op == Op::Input || n.op == Op::Return || is_pointwise(n.op) || is_reduction(n.op)))
         fail("only pointwise ops and row reductions may appear in a fused.reduction region");
-    if (region && region_op_ != Op::FusedReduction &&
+    if (region && region_op_ == Op::FusedMlp &&
+        !(n.op == Op::Input || n.op == Op::Return || n.op == Op::MatMul))
+      fail("only matmuls may appear in a fused.mlp region");
+    if (region && region_op_ == Op::FusedPointwise &&
         !(n.op == Op::Input || n.op == Op::Return || is_pointwise(n.op)))
       fail("only pointwise ops may appear in a fused.pointwise region");
     if (is_fused(n.op)) {
@@ -100,8 +104,10 @@ class Verifier {
       graph(*n.body, &n.symbol);  // depth 1: a region holding a fused node was rejected above
       if (n.op == Op::FusedReduction)
         if (std::string why = row_space_error(*n.body); !why.empty()) fail(why);
+      if (std::string why; n.op == Op::FusedMlp && mlp_chain_layers(*n.body, &why).empty())
+        fail(why);
     } else if (n.body || !n.symbol.empty()) {
-      fail("only fused.pointwise and fused.reduction nodes have a region and a kernel symbol");
+      fail("only fused regions have a region and a kernel symbol");
     }
     if (std::string why = impl_error(n); !why.empty()) fail(why);
     if (n.op == Op::Scale && !std::isfinite(n.scalar))
@@ -148,6 +154,10 @@ class Verifier {
       return is_gated(n.impl) ? std::string()
                               : fmt::format("a fused.pointwise region's impl is gated_wgmma or "
                                             "gated_mma, not {}", name);
+    if (n.op == Op::FusedMlp)
+      return n.impl == Impl::FusedMlp
+                 ? std::string()
+                 : fmt::format("a fused.mlp region's impl is fused_mlp, not {}", name);
     if (n.op != Op::MatMul) return fmt::format("only a matmul or a region has an impl ({})", name);
     const bool f32 = n.type.dtype == DType::F32;
     const bool f32_only = n.impl == Impl::CublasltXt || n.impl == Impl::CublasltXtWt ||

@@ -42,9 +42,9 @@ struct CompileSpec {
   bool cuda_graphs = true;   // replay each forward as a CUDA graph (when not captured by the caller)
   bool tune_gemms = true;    // time cuBLASLt's candidates on each GEMM's first run (cached on disk)
   // Overrides of the level's kernel choices, as `mlpc compile`'s flags of the same names take
-  // them; empty: the level's. merge_gemms, transposed_x: auto|on|off; small_gemms, gated_gemms:
-  // auto|on|off|mma; fp32_gemms: auto|ieee|tf32x3.
-  std::string merge_gemms, small_gemms, gated_gemms, fp32_gemms, transposed_x;
+  // them; empty: the level's. merge_gemms, transposed_x, fused_mlp: auto|on|off; small_gemms,
+  // gated_gemms: auto|on|off|mma; fp32_gemms: auto|ieee|tf32x3.
+  std::string merge_gemms, small_gemms, gated_gemms, fp32_gemms, transposed_x, fused_mlp;
 };
 
 // What -O2 decides at when the caller names no batch sizes: decode-size and large batches.

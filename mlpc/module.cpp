@@ -339,7 +339,7 @@ Module compile(const ir::Graph& g, const CompileSpec& spec) {
   CompileOptions options = options_for_level(
       spec.level, {.merge_gemms = spec.merge_gemms, .small_gemms = spec.small_gemms,
                    .gated_gemms = spec.gated_gemms, .fp32_gemms = spec.fp32_gemms,
-                   .transposed_x = spec.transposed_x});
+                   .transposed_x = spec.transposed_x, .fused_mlp = spec.fused_mlp});
   options.arch = spec.arch;
   std::vector<int64_t> batches =
       spec.decide_batches.empty() ? kDefaultDecideBatches : spec.decide_batches;

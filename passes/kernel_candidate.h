@@ -14,16 +14,17 @@
 
 namespace mlpc::passes {
 
-// What a candidate chooses, in the order selection makes the choices: a gated pattern first
-// (it takes its GEMMs out of the rest), then each GEMM's kernel, then an f32 GEMM's 3xTF32 or
-// its layout, x first and then, once x is transposed, w.
-enum class ChoiceKind { Gated, SmallGemm, Tf32x3, TransposedX, TransposedW };
-inline constexpr int kChoiceKinds = 5;
+// What a candidate chooses, in the order selection makes the choices: a whole MLP in one kernel
+// first, then a gated pattern (each takes its GEMMs out of the rest), then each GEMM's kernel,
+// then an f32 GEMM's 3xTF32 or its layout, x first and then, once x is transposed, w.
+enum class ChoiceKind { FusedMlp, Gated, SmallGemm, Tf32x3, TransposedX, TransposedW };
+inline constexpr int kChoiceKinds = 6;
 
 // The choice that sets `impl` on a node, or none for Auto and Cublaslt (nothing chosen over the
 // steps as they are). x and w transposed is TransposedW's, made after TransposedX's x.
 inline std::optional<ChoiceKind> choice_kind(ir::Impl impl) {
   switch (impl) {
+    case ir::Impl::FusedMlp: return ChoiceKind::FusedMlp;
     case ir::Impl::GatedWgmma:
     case ir::Impl::GatedMma: return ChoiceKind::Gated;
     case ir::Impl::Simt:
@@ -46,11 +47,13 @@ struct KernelCandidate {
   ChoiceKind kind = ChoiceKind::SmallGemm;
   std::string step;                // the plan step whose record it is ("gemm_h1", a gated kernel)
   std::vector<std::string> nodes;  // the IR values whose impl the choice sets, matmuls first
+                                   // (a fused MLP's: its layers in chain order)
   int64_t n = 0, k = 0;            // the GEMM's (a gated pattern's: each product's)
   ir::DType dtype = ir::DType::F32;
   std::vector<ImplOption> options;  // what codegen can lower instead, in its order
   double baseline_us = 0;           // the steps as they are, timed; 0: not timed
-  std::string detail;       // SmallGemm without options: why none; Tf32x3: how K is cut
+  std::string detail;  // SmallGemm without options: why none; Tf32x3: how K is cut; FusedMlp:
+                       // the layers it takes and where (and why) it stops
   bool below_ieee = false;  // Tf32x3: one chunk, less accurate than IEEE fp32
   std::string timing_error;  // what went wrong timing it, when something did
 };

@@ -48,12 +48,29 @@ Choice decide_transposed_x(double transposed_us, double row_major_us, int64_t ro
                            weight ? "with x alone" : "row-major")};
 }
 
+Choice decide_fused_mlp(double fused_us, double layers_us, int64_t rows) {
+  if (!(fused_us > 0 && layers_us > 0)) return {false, "could not time both (layers kept apart)"};
+  const bool use = fused_us < layers_us * (1.0 - kFusedMlpMinGain);
+  return {use, fmt::format("{}: measured at M={} in a CUDA graph: {:.2f} us as one kernel vs "
+                           "{:.2f} us layer by layer",
+                           use ? "one kernel" : "layer by layer", rows, fused_us, layers_us)};
+}
+
+bool fused_mlps_run_on(const std::string& arch, ir::DType dtype) {
+  if (dtype != ir::DType::F32) return mma_gemms_run_on(arch);
+  int sm = 0;
+  return std::sscanf(arch.c_str(), "sm_%d", &sm) == 1 && sm >= 90;
+}
+
 std::vector<size_t> options_to_time(const KernelCandidate& c, const SelectOptions& o) {
   std::vector<size_t> timed;
   for (size_t i = 0; i < c.options.size(); ++i) {
     const ir::Impl impl = c.options[i].impl;
     bool time = false;
     switch (c.kind) {
+      case ChoiceKind::FusedMlp:
+        time = o.fused_mlps == FusedMlps::Measure && fused_mlps_run_on(o.arch, c.dtype);
+        break;
       case ChoiceKind::SmallGemm:
         time = o.small_gemms == SmallGemms::Measure &&
                small_gemm_option_timed(impl, o.rows, c.n, c.k) &&
@@ -76,6 +93,7 @@ std::vector<size_t> options_to_time(const KernelCandidate& c, const SelectOption
 
 int timing_repeats(ChoiceKind kind) {
   switch (kind) {
+    case ChoiceKind::FusedMlp: return kFusedMlpRepeats;
     case ChoiceKind::SmallGemm: return kSmallGemmRepeats;
     case ChoiceKind::Gated: return kGatedRepeats;
     case ChoiceKind::Tf32x3: return kTf32x3Repeats;

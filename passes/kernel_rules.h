@@ -18,6 +18,7 @@ enum class SmallGemms { Off, On, Measure, Mma };
 enum class GatedGemms { Off, On, Measure, Mma };
 enum class Fp32Gemms { Ieee, Tf32x3, Measure };
 enum class TransposedX { Off, On, Measure };
+enum class FusedMlps { Off, On, Measure };
 
 // A choice made: whether the candidate's option `option` replaces the steps as they are.
 struct Choice {
@@ -77,7 +78,18 @@ inline constexpr int kTransposedXRepeats = 2;
 Choice decide_transposed_x(double transposed_us, double row_major_us, int64_t rows,
                            bool weight = false);
 
+// A whole MLP in one kernel (passes/fuse_mlp.h) replaces its layers' steps when its time inside
+// a CUDA graph is at least this much lower: closer than that is noise, and the layers apart keep
+// the plan torch.compile's.
+inline constexpr double kFusedMlpMinGain = 0.02;
+inline constexpr int kFusedMlpRepeats = 2;
+Choice decide_fused_mlp(double fused_us, double layers_us, int64_t rows);
+// Whether `arch` runs the fused-MLP kernel of `dtype`: mma.sync for f16 and bf16 (sm_80 on),
+// thread-block clusters for f32 (sm_90 on).
+bool fused_mlps_run_on(const std::string& arch, ir::DType dtype);
+
 struct SelectOptions {
+  FusedMlps fused_mlps = FusedMlps::Off;
   SmallGemms small_gemms = SmallGemms::Off;
   GatedGemms gated_gemms = GatedGemms::Off;
   Fp32Gemms fp32_gemms = Fp32Gemms::Ieee;
@@ -86,7 +98,8 @@ struct SelectOptions {
   std::string arch = "sm_90";
   bool measured = false;  // the candidates' times come from a GPU (else: the rules alone)
   bool any() const {
-    return small_gemms != SmallGemms::Off || gated_gemms != GatedGemms::Off ||
+    return fused_mlps != FusedMlps::Off || small_gemms != SmallGemms::Off ||
+           gated_gemms != GatedGemms::Off ||
            fp32_gemms != Fp32Gemms::Ieee || transposed_x != TransposedX::Off;
   }
 };

@@ -116,6 +116,23 @@ Choice gated(const KernelCandidate& c, const SelectOptions& o) {
   });
 }
 
+// A fused MLP's record says which layers it takes and where it stops (c.detail), then why.
+Choice fused_mlp(const KernelCandidate& c, const SelectOptions& o) {
+  auto with_detail = [&](Choice ch) {
+    ch.why = c.detail.empty() ? ch.why : ch.why + "; " + c.detail;
+    return ch;
+  };
+  if (c.options.empty()) return {false, "layer by layer: " + c.detail};
+  if (!fused_mlps_run_on(o.arch, c.dtype))
+    return with_detail({false, fmt::format("layer by layer: the {} kernel does not run on {}",
+                                           ir::dtype_name(c.dtype), o.arch)});
+  if (o.fused_mlps == FusedMlps::On) return with_detail({true, "one kernel (--fused-mlp on)", 0});
+  if (!o.measured) return with_detail({false, "layer by layer: no GPU to measure on"});
+  if (!c.timing_error.empty())
+    return with_detail({false, "layer by layer: could not time: " + c.timing_error});
+  return with_detail(decide_fused_mlp(c.options.front().us, c.baseline_us, o.rows));
+}
+
 Choice tf32x3(const KernelCandidate& c, const SelectOptions& o) {
   if (o.fp32_gemms == Fp32Gemms::Tf32x3) return {true, "3xTF32 (--fp32-gemms tf32x3), " + c.detail};
   if (c.below_ieee)
@@ -142,6 +159,7 @@ Choice transposed(const KernelCandidate& c, const SelectOptions& o) {
 // Whether `kind`'s choices run at all under `o` (a mode that is not off).
 bool active(ChoiceKind kind, const SelectOptions& o) {
   switch (kind) {
+    case ChoiceKind::FusedMlp: return o.fused_mlps != FusedMlps::Off;
     case ChoiceKind::Gated: return o.gated_gemms != GatedGemms::Off;
     case ChoiceKind::SmallGemm: return o.small_gemms != SmallGemms::Off;
     case ChoiceKind::Tf32x3: return o.fp32_gemms != Fp32Gemms::Ieee;
@@ -172,13 +190,14 @@ bool select_kernels(ir::Graph& g, const std::vector<KernelCandidate>& candidates
   std::map<std::string, ir::Impl> impl;
   for (const ir::Node& n : g.nodes)
     if (n.impl != ir::Impl::Auto) impl[n.name] = n.impl;
-  for (ChoiceKind kind : {ChoiceKind::Gated, ChoiceKind::SmallGemm, ChoiceKind::Tf32x3,
+  for (ChoiceKind kind : {ChoiceKind::FusedMlp, ChoiceKind::Gated, ChoiceKind::SmallGemm, ChoiceKind::Tf32x3,
                           ChoiceKind::TransposedX, ChoiceKind::TransposedW}) {
     if (!active(kind, o)) continue;
     for (const KernelCandidate& c : candidates) {
       if (c.kind != kind || !open(c, impl)) continue;
       Choice ch;
       switch (kind) {
+        case ChoiceKind::FusedMlp: ch = fused_mlp(c, o); break;
         case ChoiceKind::Gated: ch = gated(c, o); break;
         case ChoiceKind::SmallGemm: ch = small_gemm(c, o); break;
         case ChoiceKind::Tf32x3: ch = tf32x3(c, o); break;

@@ -149,13 +149,13 @@ inline std::vector<codegen::FusedMlpSpec> varied_specs() {
 
 // Seeded values: x standard normal, weights U(+-sqrt(6 / K)) (He's scale: a ReLU layer keeps
 // its input's scale, so the last layer's output still depends on the first's, and no layer's
-// error hides under the others'), biases U(+-0.25). Rounded to f32.
+// error hides under the others'), biases U(+-0.25). Rounded to the spec's dtype.
 inline Values mlp_values(const codegen::FusedMlpSpec& spec, int64_t batch, uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto tensor = [&](std::vector<int64_t> dims, auto&& draw) {
-    runtime::HostTensor t{ir::DType::F32, std::move(dims), {}};
+    runtime::HostTensor t{spec.dtype, std::move(dims), {}};
     t.data.resize(static_cast<size_t>(t.numel()));
-    for (double& v : t.data) v = static_cast<float>(draw());
+    for (double& v : t.data) v = runtime::round_to(spec.dtype, draw());
     return t;
   };
   std::normal_distribution<double> normal;

@@ -184,11 +184,22 @@ TEST_CASE("select-kernels: -O2 without a GPU keeps cuBLASLt, says so, and prints
   o.measure_epilogues = false;
   o.decide_rows = 64;
   const CompiledGraph c = compile(make_sample("mlp3_small"), o);
-  REQUIRE(c.pipeline.passes.back().pass == "select-kernels");
-  const std::string& ir_text = c.pipeline.passes.back().ir;
+  // select-kernels, then fuse-mlp (which finds no chain).
+  REQUIRE(c.pipeline.passes.size() >= 2);
+  const passes::PassRecord& select = c.pipeline.passes[c.pipeline.passes.size() - 2];
+  REQUIRE(select.pass == "select-kernels");
+  CHECK(c.pipeline.passes.back().pass == "fuse-mlp");
+  CHECK_FALSE(c.pipeline.passes.back().changed);
+  const std::string& ir_text = select.ir;
   CHECK(mlpc::test::count(ir_text, "impl cublaslt") == 3);
-  REQUIRE(c.plan.choices.size() == 3);
-  if (runtime::gpu_unavailable_reason()) CHECK(c.plan.choices[0].why == "cuBLASLt: no GPU to measure on");
+  // The three layers as one kernel first, then each GEMM's kernel.
+  REQUIRE(c.plan.choices.size() == 4);
+  if (runtime::gpu_unavailable_reason()) {
+    CHECK(c.plan.choices[0].why ==
+          "layer by layer: no GPU to measure on; 3 layers, %fc1 to %fc3; stops: %fc3 is a graph "
+          "output");
+    CHECK(c.plan.choices[1].why == "cuBLASLt: no GPU to measure on");
+  }
 }
 
 TEST_CASE("impl attributes: text form and every error", "[select][parser]") {
@@ -204,7 +215,7 @@ TEST_CASE("impl attributes: text form and every error", "[select][parser]") {
   CHECK(error("func @f(%x: bf16[M, 64]) -> bf16[M, 64] {\n  %w = param bf16[64, 64]\n"
               "  %y = matmul %x, %w, impl warp : bf16[M, 64]\n  return %y\n}\n") ==
         "f.mlp:3:28: error: unknown implementation 'warp' (expected cublaslt, cublaslt_xt, "
-        "cublaslt_xt_wt, tf32x3, simt, mma, gated_wgmma or gated_mma)");
+        "cublaslt_xt_wt, tf32x3, simt, mma, gated_wgmma, gated_mma or fused_mlp)");
   CHECK(error("func @f(%x: bf16[M, 64]) -> bf16[M, 64] {\n  %w = param bf16[64, 64]\n"
               "  %y = matmul %x, %w, impl simt, impl mma : bf16[M, 64]\n  return %y\n}\n") ==
         "f.mlp:3:34: error: matmul has 'impl' twice");

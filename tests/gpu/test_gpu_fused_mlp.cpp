@@ -2,8 +2,8 @@
 // reference: a plan of the one generated kernel, run by the executor at batches of one row, a
 // ragged tail (127, 1000) and 2^18 rows (many tiles a warp), for 1 to 8 layers at width 64,
 // widths 32 and 128, biases with GELU (tanh), a residual and an odd output width; f16 and bf16.
-// Weights are He-initialized (uniform, variance 2 / K) so the ReLU chain keeps its scale: every
-// layer matters and no layer's ReLUs are all dead.
+// Values: testing::mlp_values (He-scaled weights, so every layer matters). Last, the same MLPs
+// through the compiler: -O2's fused.mlp region, one launch, against the reference.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -15,48 +15,19 @@
 #include "compiler/check.h"
 #include "compiler/gemm_decisions.h"
 #include "compiler/gpu_session.h"
+#include "compiler/levels.h"
 #include "runtime/device/cuda_check.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/executor.h"
 #include "runtime/jit/nvrtc_compiler.h"
 #include "../fused_mlp_test_util.h"
+#include "check_on_gpu.h"
 
 using namespace mlpc;
 using testing::mlp_spec;
 
 namespace {
 
-runtime::HostTensor tensor(ir::DType dt, std::vector<int64_t> dims) {
-  runtime::HostTensor t{dt, std::move(dims), {}};
-  t.data.resize(static_cast<size_t>(t.numel()));
-  return t;
-}
-
-// x standard normal; each W_i uniform with variance 2 / K (He); biases normal, 0.1 wide.
-Values mlp_values(const codegen::FusedMlpSpec& s, int64_t batch, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal;
-  Values v;
-  runtime::HostTensor x = tensor(s.dtype, {batch, s.in_width});
-  for (double& e : x.data) e = runtime::round_to(s.dtype, normal(rng));
-  v["x"] = std::move(x);
-  int64_t k = s.in_width;
-  for (size_t i = 0; i < s.layers.size(); ++i) {
-    const codegen::FusedMlpLayer& l = s.layers[i];
-    const double a = std::sqrt(6.0 / static_cast<double>(k));
-    std::uniform_real_distribution<double> uniform(-a, a);
-    runtime::HostTensor w = tensor(s.dtype, {l.n, k});
-    for (double& e : w.data) e = runtime::round_to(s.dtype, uniform(rng));
-    v[fmt::format("w{}", i + 1)] = std::move(w);
-    if (l.bias) {
-      runtime::HostTensor b = tensor(s.dtype, {l.n});
-      for (double& e : b.data) e = runtime::round_to(s.dtype, 0.1 * normal(rng));
-      v[fmt::format("b{}", i + 1)] = std::move(b);
-    }
-    k = l.n;
-  }
-  return v;
-}
 
 std::string describe(const codegen::FusedMlpSpec& s) {
   std::string d = fmt::format("{} {}", ir::dtype_name(s.dtype), s.in_width);
@@ -78,7 +49,7 @@ void check_spec(const codegen::FusedMlpSpec& s, const std::vector<int64_t>& batc
   const ir::Graph g = testing::mlp_graph(s);
   for (int64_t batch : batches) {
     INFO("batch " << batch);
-    const Values values = mlp_values(s, batch, 1000 + static_cast<uint64_t>(batch));
+    const Values values = testing::mlp_values(s, batch, 1000 + static_cast<uint64_t>(batch));
     bind_inputs_and_params(ex, plan, values, batch);
     ex.run();
     const std::vector<int64_t> rows = sample_rows(batch);
@@ -147,7 +118,7 @@ TEST_CASE("fused MLP mma kernel stores no row past the end and every element of 
   cudaKernel_t kernel = nullptr;
   MLPC_CUDA(cudaLibraryGetKernel(&kernel, lib, k->name.c_str()));
   const int64_t rows = 77, guard = 4096;
-  const Values v = mlp_values(s, rows, 3);
+  const Values v = testing::mlp_values(s, rows, 3);
   std::vector<void*> ptrs;
   for (const char* name : {"x", "w1", "w2", "w3"}) {
     const std::vector<uint8_t> bytes = runtime::encode(v.at(name));
@@ -181,4 +152,29 @@ TEST_CASE("fused MLP mma kernel stores no row past the end and every element of 
   for (void* p : ptrs) cudaFree(p);
   cudaFree(y);
   cudaLibraryUnload(lib);
+}
+
+TEST_CASE("fused.mlp regions from -O2 run as one launch and match the reference",
+          "[gpu][fused_mlp]") {
+  if (skip()) return;
+  const bool hopper = passes::fused_mlps_run_on(runtime::device_arch(), ir::DType::F32);
+  std::vector<codegen::FusedMlpSpec> specs = {
+      mlp_spec(ir::DType::F16, 64, {64, 64, 64, 64, 64, 16}),
+      mlp_spec(ir::DType::BF16, 64, {128, 128, 16}, ir::Op::GeluTanh, /*bias=*/true),
+      mlp_spec(ir::DType::F16, 32, {32, 32, 1})};
+  if (hopper) specs.push_back(testing::mlp3_small_spec());  // the f32 cluster kernel
+  for (const codegen::FusedMlpSpec& s : specs) {
+    INFO(describe(s));
+    CompileOptions o = options_for_level(2, {.fused_mlp = "on"});
+    o.decide_rows = 1000;
+    const ir::Graph g = testing::mlp_graph(s);
+    const CompiledGraph c = compile(g, o);
+    REQUIRE(c.plan.launches() == 1);
+    for (int64_t batch : kBatches) {
+      INFO("batch " << batch);
+      const Values values = testing::mlp_values(s, batch, 77);
+      const std::vector<int64_t> rows = sample_rows(batch);
+      testing::check_rows_on_gpu(g, c, values, batch, rows, reference_on_rows(g, values, rows));
+    }
+  }
 }

@@ -71,7 +71,7 @@ void run_and_check(runtime::Executor& ex, const FusedMlpSpec& spec, int64_t batc
 
 }  // namespace
 
-TEST_CASE("fused MLP kernel matches the reference", "[gpu][fused_mlp]") {
+TEST_CASE("fused MLP simt kernel matches the reference", "[gpu][fused_mlp]") {
   for (const FusedMlpSpec& spec : testing::varied_specs()) {
     INFO(testing::mlp_text(spec));
     const Built b = build(spec);
@@ -80,14 +80,14 @@ TEST_CASE("fused MLP kernel matches the reference", "[gpu][fused_mlp]") {
   }
 }
 
-TEST_CASE("fused MLP kernel: any number of rows, one cluster a tile", "[gpu][fused_mlp]") {
+TEST_CASE("fused MLP simt kernel: any number of rows, one cluster a tile", "[gpu][fused_mlp]") {
   const FusedMlpSpec spec = testing::mlp3_small_spec();
   const Built b = build(spec);
   runtime::Executor ex(b.plan, b.cubins, {.tune_gemms = false, .cuda_graph = false});
   for (int64_t batch : {8, 9, 4097, 20000}) run_and_check(ex, spec, batch, 8);
 }
 
-TEST_CASE("fused MLP kernel: other tiles and block sizes", "[gpu][fused_mlp]") {
+TEST_CASE("fused MLP simt kernel: other tiles and block sizes", "[gpu][fused_mlp]") {
   for (const codegen::FusedMlpSimtConfig& config :
        {codegen::FusedMlpSimtConfig{.rows_per_tile = 4, .warps = 4},
         codegen::FusedMlpSimtConfig{.rows_per_tile = 16, .warps = 8},
@@ -106,7 +106,7 @@ TEST_CASE("fused MLP kernel: other tiles and block sizes", "[gpu][fused_mlp]") {
   }
 }
 
-TEST_CASE("fused MLP kernel: launch after launch, in CUDA graphs", "[gpu][fused_mlp]") {
+TEST_CASE("fused MLP simt kernel: launch after launch, in CUDA graphs", "[gpu][fused_mlp]") {
   for (const FusedMlpSpec& spec :
        {testing::mlp3_small_spec(),
         mlp_spec(64, {{128, true, O::GeluTanh}, {64, true, {}}}, true)}) {

@@ -1,0 +1,155 @@
+#include "codegen/fused_mlp_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "codegen/fused_mlp_mma_kernel.h"
+#include "codegen/fused_mlp_simt_kernel.h"
+#include "ir/error.h"
+#include "ir/mlp_chain.h"
+#include "passes/fuse_mlp.h"
+
+namespace mlpc::codegen {
+
+FusedMlpSpec fused_mlp_spec(const ir::Graph& g, const std::vector<ir::NodeId>& layers) {
+  const ir::Node& x = g.node(g.node(layers.front()).operands[0]);
+  FusedMlpSpec s{.dtype = x.type.dtype, .in_width = x.type.shape.last()};
+  for (ir::NodeId id : layers) {
+    const ir::Node& l = g.node(id);
+    s.layers.push_back({l.type.shape.last(), l.epilogue.bias, l.epilogue.act});
+  }
+  s.residual = g.node(layers.back()).epilogue.residual;
+  return s;
+}
+
+std::optional<KernelStep> generate_fused_mlp_kernel(const FusedMlpSpec& spec,
+                                                    const std::string& symbol,
+                                                    std::string* why_not) {
+  // The f32 kernel's arch check is selection's (passes::fused_mlps_run_on): sm_90 here asks
+  // only whether the spec fits.
+  if (spec.dtype == ir::DType::F32) {
+    if (!fused_mlp_simt_fits(spec, "sm_90", why_not)) return std::nullopt;
+    return generate_fused_mlp_simt_kernel(spec, symbol);
+  }
+  if (!fused_mlp_mma_fits(spec, why_not)) return std::nullopt;
+  return generate_fused_mlp_mma_kernel(spec, symbol);
+}
+
+KernelStep lower_fused_mlp(const ir::Node& n, std::vector<int> operand_buffers, int output) {
+  std::string why;
+  const std::vector<ir::NodeId> layers = ir::mlp_chain_layers(*n.body, &why);
+  if (layers.empty()) throw Error(fmt::format("node %{}: {}", n.name, why));
+  std::optional<KernelStep> k =
+      generate_fused_mlp_kernel(fused_mlp_spec(*n.body, layers), n.symbol, &why);
+  if (!k) throw Error(fmt::format("node %{}: no fused-MLP kernel computes it: {}", n.name, why));
+  k->inputs = std::move(operand_buffers);
+  k->output = output;
+  k->ir_nodes = {n.name};
+  return std::move(*k);
+}
+
+namespace {
+
+int buffer_named(const Plan& plan, const std::string& name) {
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (plan.buffers[i].name == name) return static_cast<int>(i);
+  throw Error(fmt::format("fused MLP: no buffer holds %{}", name));
+}
+
+// The steps computing `names` (a layer's GEMM, and the kernel finishing an epilogue cuBLASLt
+// cannot run), in plan order.
+std::vector<size_t> steps_of(const Plan& plan, const std::set<std::string>& names) {
+  std::vector<size_t> at;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const std::vector<std::string>& nodes =
+        std::visit([](const auto& s) -> const std::vector<std::string>& { return s.ir_nodes; },
+                   plan.steps[i]);
+    if (std::any_of(nodes.begin(), nodes.end(), [&](const std::string& v) {
+          return names.count(v) > 0;
+        }))
+      at.push_back(i);
+  }
+  return at;
+}
+
+// The site of layers [first, last] of `chain`; `stop`: why it ends after `last`.
+RewriteSite fused_mlp_site(const Plan& plan, const ir::Graph& g,
+                           const std::vector<ir::NodeId>& run, const std::string& stop) {
+  const FusedMlpSpec spec = fused_mlp_spec(g, run);
+  RewriteSite site{.kind = passes::ChoiceKind::FusedMlp,
+                   .step = passes::fused_mlp_symbol(g, run),
+                   .n = spec.out_width(),
+                   .k = spec.in_width,
+                   .dtype = spec.dtype,
+                   .plan = &plan};
+  std::set<std::string> names;
+  for (ir::NodeId l : run) site.nodes.push_back(g.node(l).name), names.insert(g.node(l).name);
+  for (size_t i : steps_of(plan, names)) site.replaced.push_back(plan.steps[i]);
+  site.detail = fmt::format("{} layers, %{} to %{}; stops: {}", run.size(), site.nodes.front(),
+                            site.nodes.back(), stop);
+  std::optional<KernelStep> k = generate_fused_mlp_kernel(spec, site.step);
+  if (!k) return site;
+  const ir::Node& x = g.node(g.node(run.front()).operands[0]);
+  k->inputs = {buffer_named(plan, x.name)};
+  for (ir::NodeId l : run) {
+    const ir::Node& m = g.node(l);
+    k->inputs.push_back(buffer_named(plan, g.node(m.operands[1]).name));
+    if (m.epilogue.bias) k->inputs.push_back(buffer_named(plan, g.node(m.operands[2]).name));
+  }
+  k->output = buffer_named(plan, site.nodes.back());
+  k->ir_nodes = site.nodes;
+  site.options.push_back({.impl = ir::Impl::FusedMlp, .rewritten = {std::move(*k)}});
+  return site;
+}
+
+}  // namespace
+
+void apply_fused_mlps(Plan& plan, const ir::Graph& g, const Lowering& lowering) {
+  if (!lowering.looks_at(passes::ChoiceKind::FusedMlp)) return;
+  for (const passes::MlpChain& chain : passes::find_mlp_chains(g)) {
+    const std::vector<ir::NodeId>& all = chain.layers;
+    // From each start, the longest run the kernel takes; the layer after a run stays apart, so
+    // that two runs chosen never meet (fuse-mlp would make them one region).
+    size_t first = 0;
+    while (first + 1 < all.size()) {
+      size_t last = all.size() - 1;
+      std::string why;
+      for (; last > first; --last) {
+        const std::vector<ir::NodeId> run(all.begin() + first, all.begin() + last + 1);
+        if (generate_fused_mlp_kernel(fused_mlp_spec(g, run), "probe", &why)) break;
+      }
+      if (last == first) {  // not even two layers from here: a site that says why
+        RewriteSite site = fused_mlp_site(plan, g, {all[first], all[first + 1]}, "");
+        site.options.clear();
+        site.detail = fmt::format("%{} and %{}: the kernel refuses them: {}", site.nodes[0],
+                                  site.nodes[1], why);
+        lowering.pick(site);
+        lowering.record(plan, site, false);
+        ++first;
+        continue;
+      }
+      const std::vector<ir::NodeId> run(all.begin() + first, all.begin() + last + 1);
+      const std::string stop =
+          last + 1 == all.size()
+              ? chain.stop
+              : fmt::format("%{} would not fit the kernel: {}", g.node(all[last + 1]).name, why);
+      RewriteSite site = fused_mlp_site(plan, g, run, stop);
+      const std::optional<size_t> taken = lowering.pick(site);
+      lowering.record(plan, site, taken.has_value());
+      if (taken) {
+        // One kernel at the last replaced step's place: its inputs exist before the first.
+        const std::vector<size_t> at = steps_of(plan, std::set<std::string>(
+                                                          site.nodes.begin(), site.nodes.end()));
+        Step kernel = site.options[*taken].rewritten.front();
+        plan.steps[at.back()] = std::move(kernel);
+        for (auto it = at.rbegin() + 1; it != at.rend(); ++it)
+          plan.steps.erase(plan.steps.begin() + static_cast<std::ptrdiff_t>(*it));
+      }
+      first = last + 2;
+    }
+  }
+}
+
+}  // namespace mlpc::codegen
