@@ -9,7 +9,8 @@ best PyTorch mode, and the agreement of the outputs.
 Agreement: max |mlpc - torch| / max |torch| over the whole output, which must stay within a
 bound per dtype: each side rounds its output and its intermediates in the same storage type, so
 they differ by a few units in the last place of that type (bf16: 2^-8, f32 with fp32 GEMMs on
-both sides: ~1e-6), accumulated over the K-long reductions; bf16 gets 4 * 2^-8 = 0.016, f32 1e-4.
+both sides: ~1e-6), accumulated over the K-long reductions; bf16 gets 4 * 2^-8 = 0.016, f16
+4 * 2^-11 ~ 0.002, f32 1e-4.
 
 Usage: python3 bench/compare.py --mlpc stage/bin/mlpc [--opt 2] [--out DIR] [--cases ...]
        python3 bench/compare.py --table-from DIR/compare.json   (the table again, no GPU needed)
@@ -30,7 +31,7 @@ def agreement(mlpc_out, torch_out):
     if a.shape != b.shape:
         return float("inf")
     return ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
-# case: (mlpc sample, batch)
+# case: (mlpc sample, batch); a sample named NAME.mlp is the file samples/NAME.mlp, not built in
 CASES = {
     "linear": ("linear", 1024),
     "geglu": ("geglu", 8192),
@@ -39,10 +40,16 @@ CASES = {
     "mlp3_small_relu": ("mlp3_small", 64),
     "llama_geglu": ("llama_geglu", 4096),
     "ffn": ("ffn", 8192),
+    "tcnn_w64": ("tcnn_w64.mlp", 262144),
+    "tcnn_w128": ("tcnn_w128.mlp", 262144),
+    "tcnn_w32": ("tcnn_w32.mlp", 262144),
+    "narrow_gelu": ("narrow_gelu.mlp", 262144),
 }
-# Issue 3's targets: mlpc compiled / best PyTorch mode (ffn: the README's, from anchors.md).
+# Issue 3's targets: mlpc compiled / best PyTorch mode (ffn: the README's, from anchors.md; the
+# narrow MLPs: issue 36's).
 TARGETS = {"linear": 0.15, "geglu": 0.86, "geglu_m16": 0.20, "mlp3": 0.99,
-           "mlp3_small_relu": 0.20, "llama_geglu": 0.90, "ffn": 0.85}
+           "mlp3_small_relu": 0.20, "llama_geglu": 0.90, "ffn": 0.85,
+           "tcnn_w64": 0.15, "tcnn_w128": 0.30, "tcnn_w32": 0.30, "narrow_gelu": 0.30}
 
 
 def markdown_table(results):
@@ -212,7 +219,9 @@ def main():
         # logged and stopped first, with the cores' load, and every kernel build goes to
         # compare.log (MLPC_LOGS=builds), so a slow cold compile can be told from contention.
         machine = machine_quiet(session["sid"])
-        p = subprocess.run([args.mlpc, "bench", "--sample", sample, "--batch", str(batch),
+        graph = ([os.path.join(HERE, "..", "samples", sample)] if sample.endswith(".mlp")
+                 else ["--sample", sample])
+        p = subprocess.run([args.mlpc, "bench", *graph, "--batch", str(batch),
                             "-O", args.opt, "--json", *shlex.split(args.mlpc_flags),
                             "--weights", os.path.join(case_dir, "weights.safetensors"),
                             "--input", os.path.join(case_dir, "x.npy"),

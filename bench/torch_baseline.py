@@ -69,6 +69,19 @@ class FFN(nn.Module):  # anchors.md's FFN block: RMSNorm -> GeGLU -> residual ad
         return x + self.down(F.gelu(self.gate(n), approximate="tanh") * self.up(n))
 
 
+def narrow_mlp(d_in, width, hidden, d_out, bias, act):
+    """A narrow MLP as nn.Sequential: `hidden` Linear layers of `width`, each followed by act(),
+    then Linear(width, d_out); state_dict names 0.weight, 2.weight, ... as in samples/tcnn_*.mlp."""
+    layers = []
+    for i in range(hidden):
+        layers += [nn.Linear(d_in if i == 0 else width, width, bias=bias), act()]
+    return nn.Sequential(*layers, nn.Linear(width, d_out, bias=bias))
+
+
+def tcnn_mlp(d_in, width, hidden):  # tiny-cuda-nn's FullyFusedMLP: no biases, ReLU, 16 out
+    return narrow_mlp(d_in, width, hidden, 16, False, nn.ReLU)
+
+
 CASES = {
     # name: (module factory, batch, in_features, dtype, mlpc sample, mlpc args)
     "linear": (Linear, 1024, 32, torch.bfloat16),
@@ -78,6 +91,11 @@ CASES = {
     "mlp3_small_relu": (lambda: MLP3(256, 256, F.relu), 64, 256, torch.float32),
     "llama_geglu": (lambda: GeGLU(4096, 14336), 4096, 4096, torch.bfloat16),
     "ffn": (FFN, 8192, 768, torch.bfloat16),
+    "tcnn_w64": (lambda: tcnn_mlp(64, 64, 5), 262144, 64, torch.float16),
+    "tcnn_w128": (lambda: tcnn_mlp(64, 128, 5), 262144, 64, torch.float16),
+    "tcnn_w32": (lambda: tcnn_mlp(32, 32, 2), 262144, 32, torch.float16),
+    "narrow_gelu": (lambda: narrow_mlp(64, 64, 3, 16, True, lambda: nn.GELU(approximate="tanh")),
+                    262144, 64, torch.float16),
 }
 
 
