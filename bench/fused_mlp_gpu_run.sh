@@ -14,6 +14,8 @@ want() { [[ ",$parts," == *",$1,"* ]]; }
 { date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; } 2>&1 | tee "$out/machine.txt"
 export MLPC_CACHE_DIR=/tmp/mlpc-fused-cache
 narrow="tcnn_w64 tcnn_w128 tcnn_w32 narrow_gelu"
+# The narrow samples are files (samples/NAME.mlp); mlp3_small is built in.
+sample_arg() { [[ -f samples/$1.mlp && $1 != mlp3_small ]] && echo "samples/$1.mlp" || echo "--sample=$1"; }
 if want tests; then
   timeout 300 "$bin/mlpc_gpu_tests" "[fused_mlp]" --durations yes > "$out/gpu_fused_mlp.log" 2>&1
   echo "fused_mlp GPU tests: exit $?"; tail -n 3 "$out/gpu_fused_mlp.log"
@@ -23,7 +25,7 @@ if want sanitize; then
   for tool in racecheck memcheck; do
     for run in "tcnn_w64 1000" "tcnn_w128 127" "narrow_gelu 300" "mlp3_small 64"; do
       set -- $run
-      timeout 120 "$cs" --tool "$tool" --error-exitcode 3 "$bin/mlpc" run --sample "$1" \
+      timeout 120 "$cs" --tool "$tool" --error-exitcode 3 "$bin/mlpc" run "$(sample_arg "$1")" \
         --batch "$2" -O2 --fused-mlp on > "$out/$tool.$1.log" 2>&1
       echo "$tool $1 (batch $2): exit $?, $(grep -c 'fused_mlp' "$out/$tool.$1.log") lines naming the fused kernel, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$tool.$1.log" | tail -n 1)"
     done
@@ -31,7 +33,7 @@ if want sanitize; then
 fi
 if want bench; then
   for s in $narrow; do
-    timeout 120 "$bin/mlpc" bench --sample "$s" --batch 262144 -O2 --explain > "$out/bench_$s.txt" 2>&1
+    timeout 120 "$bin/mlpc" bench samples/$s.mlp --batch 262144 -O2 --explain > "$out/bench_$s.txt" 2>&1
     echo "bench $s: exit $?"
   done
   timeout 120 "$bin/mlpc" bench --sample mlp3_small --batch 64 -O2 --explain > "$out/bench_mlp3_small.txt" 2>&1

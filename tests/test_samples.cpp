@@ -6,6 +6,7 @@
 #include <set>
 
 #include "compiler/compile.h"
+#include "compiler/levels.h"
 #include "compiler/samples.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
@@ -101,6 +102,12 @@ TEST_CASE("file-only sample plans: launches fused and eager", "[samples]") {
     CompiledGraph eager = compile(sample_file(e.name), {.fusion = false, .build_kernels = false});
     CHECK(kinds(fused.plan) == e.fused);
     CHECK(eager.plan.launches() == e.eager);
+    // -O2 with the fused-MLP kernel taken wherever it fits: the whole MLP is one launch.
+    CompileOptions whole = options_for_level(2, {.fused_mlp = "on"});
+    whole.arch = "sm_90";
+    whole.build_kernels = false;
+    whole.measure_epilogues = false;
+    CHECK(compile(sample_file(e.name), whole).plan.launches() == 1);
   }
 }
 

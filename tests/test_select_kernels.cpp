@@ -196,7 +196,7 @@ TEST_CASE("select-kernels: -O2 without a GPU keeps cuBLASLt, says so, and prints
   REQUIRE(c.plan.choices.size() == 4);
   if (runtime::gpu_unavailable_reason()) {
     CHECK(c.plan.choices[0].why ==
-          "layer by layer: no GPU to measure on; 3 layers, %fc1 to %fc3; stops: %fc3 is a graph "
+          "layer by layer: no GPU to measure on; 3 layers, %h1 to %fc3; stops: %fc3 is a graph "
           "output");
     CHECK(c.plan.choices[1].why == "cuBLASLt: no GPU to measure on");
   }
