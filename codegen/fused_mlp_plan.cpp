@@ -13,14 +13,12 @@
 
 namespace mlpc::codegen {
 
-FusedMlpSpec fused_mlp_spec(const ir::Graph& g, const std::vector<ir::NodeId>& layers) {
-  const ir::Node& x = g.node(g.node(layers.front()).operands[0]);
+FusedMlpSpec fused_mlp_spec(const ir::Graph& g, const std::vector<passes::MlpLayer>& layers) {
+  const ir::Node& x = g.node(g.node(layers.front().matmul).operands[0]);
   FusedMlpSpec s{.dtype = x.type.dtype, .in_width = x.type.shape.last()};
-  for (ir::NodeId id : layers) {
-    const ir::Node& l = g.node(id);
-    s.layers.push_back({l.type.shape.last(), l.epilogue.bias, l.epilogue.act});
-  }
-  s.residual = g.node(layers.back()).epilogue.residual;
+  for (const passes::MlpLayer& l : layers)
+    s.layers.push_back({g.node(l.output).type.shape.last(), l.epilogue.bias, l.epilogue.act});
+  s.residual = layers.back().epilogue.residual;
   return s;
 }
 
@@ -37,14 +35,38 @@ std::optional<KernelStep> generate_fused_mlp_kernel(const FusedMlpSpec& spec,
   return generate_fused_mlp_mma_kernel(spec, symbol);
 }
 
-KernelStep lower_fused_mlp(const ir::Node& n, std::vector<int> operand_buffers, int output) {
+namespace {
+
+// The kernel's buffers for `layers` of `g`: x, then each layer's weight and bias, by `buffer`.
+template <typename Buffer>
+std::vector<int> kernel_inputs(const ir::Graph& g, const std::vector<passes::MlpLayer>& layers,
+                               Buffer&& buffer) {
+  std::vector<int> in = {buffer(g.node(layers.front().matmul).operands[0])};
+  for (const passes::MlpLayer& l : layers) {
+    in.push_back(buffer(g.node(l.matmul).operands[1]));
+    if (l.bias) in.push_back(buffer(*l.bias));
+  }
+  return in;
+}
+
+}  // namespace
+
+KernelStep lower_fused_mlp(const ir::Node& n, const std::vector<int>& operand_buffers, int output) {
   std::string why;
-  const std::vector<ir::NodeId> layers = ir::mlp_chain_layers(*n.body, &why);
-  if (layers.empty()) throw Error(fmt::format("node %{}: {}", n.name, why));
+  const ir::Graph& body = *n.body;
+  const std::vector<ir::NodeId> matmuls = ir::mlp_chain_layers(body, &why);
+  if (matmuls.empty()) throw Error(fmt::format("node %{}: {}", n.name, why));
+  const std::vector<passes::MlpLayer> layers = passes::plain_layers(body, matmuls);
   std::optional<KernelStep> k =
-      generate_fused_mlp_kernel(fused_mlp_spec(*n.body, layers), n.symbol, &why);
+      generate_fused_mlp_kernel(fused_mlp_spec(body, layers), n.symbol, &why);
   if (!k) throw Error(fmt::format("node %{}: no fused-MLP kernel computes it: {}", n.name, why));
-  k->inputs = std::move(operand_buffers);
+  // Body input i is operand i.
+  const std::vector<ir::NodeId> inputs = body.inputs();
+  k->inputs = kernel_inputs(body, layers, [&](ir::NodeId id) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] == id) return operand_buffers.at(i);
+    throw Error(fmt::format("node %{}: %{} is not a region input", n.name, body.node(id).name));
+  });
   k->output = output;
   k->ir_nodes = {n.name};
   return std::move(*k);
@@ -74,9 +96,9 @@ std::vector<size_t> steps_of(const Plan& plan, const std::set<std::string>& name
   return at;
 }
 
-// The site of layers [first, last] of `chain`; `stop`: why it ends after `last`.
+// The site of the layers of `run`; `stop`: why it ends after the last.
 RewriteSite fused_mlp_site(const Plan& plan, const ir::Graph& g,
-                           const std::vector<ir::NodeId>& run, const std::string& stop) {
+                           const std::vector<passes::MlpLayer>& run, const std::string& stop) {
   const FusedMlpSpec spec = fused_mlp_spec(g, run);
   RewriteSite site{.kind = passes::ChoiceKind::FusedMlp,
                    .step = passes::fused_mlp_symbol(g, run),
@@ -85,21 +107,22 @@ RewriteSite fused_mlp_site(const Plan& plan, const ir::Graph& g,
                    .dtype = spec.dtype,
                    .plan = &plan};
   std::set<std::string> names;
-  for (ir::NodeId l : run) site.nodes.push_back(g.node(l).name), names.insert(g.node(l).name);
+  std::vector<std::string> outputs;
+  for (const passes::MlpLayer& l : run) {
+    site.nodes.push_back(g.node(l.matmul).name);
+    outputs.push_back(g.node(l.output).name);
+    names.insert(g.node(l.matmul).name);
+    names.insert(g.node(l.output).name);
+  }
   for (size_t i : steps_of(plan, names)) site.replaced.push_back(plan.steps[i]);
-  site.detail = fmt::format("{} layers, %{} to %{}; stops: {}", run.size(), site.nodes.front(),
-                            site.nodes.back(), stop);
+  site.detail = fmt::format("{} layers, %{} to %{}; stops: {}", run.size(), outputs.front(),
+                            outputs.back(), stop);
   std::optional<KernelStep> k = generate_fused_mlp_kernel(spec, site.step);
   if (!k) return site;
-  const ir::Node& x = g.node(g.node(run.front()).operands[0]);
-  k->inputs = {buffer_named(plan, x.name)};
-  for (ir::NodeId l : run) {
-    const ir::Node& m = g.node(l);
-    k->inputs.push_back(buffer_named(plan, g.node(m.operands[1]).name));
-    if (m.epilogue.bias) k->inputs.push_back(buffer_named(plan, g.node(m.operands[2]).name));
-  }
-  k->output = buffer_named(plan, site.nodes.back());
-  k->ir_nodes = site.nodes;
+  k->inputs = kernel_inputs(g, run,
+                            [&](ir::NodeId id) { return buffer_named(plan, g.node(id).name); });
+  k->output = buffer_named(plan, outputs.back());
+  k->ir_nodes = outputs;
   site.options.push_back({.impl = ir::Impl::FusedMlp, .rewritten = {std::move(*k)}});
   return site;
 }
@@ -109,7 +132,7 @@ RewriteSite fused_mlp_site(const Plan& plan, const ir::Graph& g,
 void apply_fused_mlps(Plan& plan, const ir::Graph& g, const Lowering& lowering) {
   if (!lowering.looks_at(passes::ChoiceKind::FusedMlp)) return;
   for (const passes::MlpChain& chain : passes::find_mlp_chains(g)) {
-    const std::vector<ir::NodeId>& all = chain.layers;
+    const std::vector<passes::MlpLayer>& all = chain.layers;
     // From each start, the longest run the kernel takes; the layer after a run stays apart, so
     // that two runs chosen never meet (fuse-mlp would make them one region).
     size_t first = 0;
@@ -117,31 +140,35 @@ void apply_fused_mlps(Plan& plan, const ir::Graph& g, const Lowering& lowering) 
       size_t last = all.size() - 1;
       std::string why;
       for (; last > first; --last) {
-        const std::vector<ir::NodeId> run(all.begin() + first, all.begin() + last + 1);
+        const std::vector<passes::MlpLayer> run(all.begin() + first, all.begin() + last + 1);
         if (generate_fused_mlp_kernel(fused_mlp_spec(g, run), "probe", &why)) break;
       }
       if (last == first) {  // not even two layers from here: a site that says why
         RewriteSite site = fused_mlp_site(plan, g, {all[first], all[first + 1]}, "");
         site.options.clear();
-        site.detail = fmt::format("%{} and %{}: the kernel refuses them: {}", site.nodes[0],
-                                  site.nodes[1], why);
+        site.detail = fmt::format("%{} and %{}: the kernel refuses them: {}",
+                                  g.node(all[first].output).name,
+                                  g.node(all[first + 1].output).name, why);
         lowering.pick(site);
         lowering.record(plan, site, false);
         ++first;
         continue;
       }
-      const std::vector<ir::NodeId> run(all.begin() + first, all.begin() + last + 1);
+      const std::vector<passes::MlpLayer> run(all.begin() + first, all.begin() + last + 1);
       const std::string stop =
           last + 1 == all.size()
               ? chain.stop
-              : fmt::format("%{} would not fit the kernel: {}", g.node(all[last + 1]).name, why);
+              : fmt::format("%{} would not fit the kernel: {}",
+                            g.node(all[last + 1].output).name, why);
       RewriteSite site = fused_mlp_site(plan, g, run, stop);
       const std::optional<size_t> taken = lowering.pick(site);
       lowering.record(plan, site, taken.has_value());
       if (taken) {
         // One kernel at the last replaced step's place: its inputs exist before the first.
-        const std::vector<size_t> at = steps_of(plan, std::set<std::string>(
-                                                          site.nodes.begin(), site.nodes.end()));
+        std::set<std::string> names;
+        for (const passes::MlpLayer& l : run)
+          names.insert(g.node(l.matmul).name), names.insert(g.node(l.output).name);
+        const std::vector<size_t> at = steps_of(plan, names);
         Step kernel = site.options[*taken].rewritten.front();
         plan.steps[at.back()] = std::move(kernel);
         for (auto it = at.rbegin() + 1; it != at.rend(); ++it)

@@ -11,11 +11,12 @@
 #include "codegen/plan.h"
 #include "codegen/rewrite_site.h"
 #include "ir/graph.h"
+#include "passes/fuse_mlp.h"
 
 namespace mlpc::codegen {
 
-// What `layers` (matmuls of `g`, a chain: passes/fuse_mlp.h) compute.
-FusedMlpSpec fused_mlp_spec(const ir::Graph& g, const std::vector<ir::NodeId>& layers);
+// What `layers` of `g` (a chain: passes/fuse_mlp.h) compute.
+FusedMlpSpec fused_mlp_spec(const ir::Graph& g, const std::vector<passes::MlpLayer>& layers);
 
 // The kernel `symbol` for `spec`, or nullopt with the reason in `why_not`. Its inputs and output
 // are the caller's to set: x, then each layer's weight and bias, then y.
@@ -23,9 +24,9 @@ std::optional<KernelStep> generate_fused_mlp_kernel(const FusedMlpSpec& spec,
                                                     const std::string& symbol,
                                                     std::string* why_not = nullptr);
 
-// The kernel of fused.mlp region `n` of `g`, reading `operand_buffers` (its operands', in order)
-// and writing `output`.
-KernelStep lower_fused_mlp(const ir::Node& n, std::vector<int> operand_buffers, int output);
+// The kernel of fused.mlp region `n`, reading `operand_buffers` (its operands', in order) and
+// writing `output`.
+KernelStep lower_fused_mlp(const ir::Node& n, const std::vector<int>& operand_buffers, int output);
 
 // Each chain of `g` (passes::find_mlp_chains) cut into the longest runs of two or more layers
 // the kernel takes, a site each: its option is one kernel for the run's layers in place of their

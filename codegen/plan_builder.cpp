@@ -249,7 +249,7 @@ Plan lower_plan(const ir::Graph& g, const Lowering& lowering) {
       case ir::Op::FusedMlp: {
         std::vector<int> operands;
         for (ir::NodeId o : n.operands) operands.push_back(buf(o));
-        KernelStep k = lower_fused_mlp(n, std::move(operands), add_buffer(n, BufferRole::Intermediate));
+        KernelStep k = lower_fused_mlp(n, operands, add_buffer(n, BufferRole::Intermediate));
         lowering.record(plan, {.kind = passes::ChoiceKind::FusedMlp, .step = n.symbol}, true);
         plan.steps.push_back(std::move(k));
         break;

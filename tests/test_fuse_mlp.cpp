@@ -54,7 +54,7 @@ std::vector<std::string> chains(const std::string& text) {
   std::vector<std::string> out;
   for (const passes::MlpChain& c : passes::find_mlp_chains(g)) {
     std::string s;
-    for (ir::NodeId l : c.layers) s += (s.empty() ? "" : ",") + g.node(l).name;
+    for (const passes::MlpLayer& l : c.layers) s += (s.empty() ? "" : ",") + g.node(l.output).name;
     out.push_back(s + ": " + c.stop);
   }
   return out;
@@ -120,24 +120,40 @@ TEST_CASE("fuse-mlp: where a chain stops, and why", "[fuse_mlp]") {
   )") == std::vector<std::string>{
              "h1,h2: %h2 has 2 readers: a hidden layer must feed only the next",
              "h3,y: %y is a graph output"});
-  // A pointwise kernel between layers (an epilogue not folded) and a residual of another value.
-  CHECK(chains(R"(
+  // A pointwise kernel finishing a layer's epilogue (silu: cuBLASLt has none) is part of the
+  // layer; one that is no epilogue (exp) ends the chain, and so does a residual of another value.
+  const std::string between = R"(
     func @f(%x: f16[M, 64], %r: f16[M, 64]) -> f16[M, 64] {
       %w1 = param f16[64, 64]
       %w2 = param f16[64, 64]
       %w3 = param f16[64, 64]
       %w4 = param f16[64, 64]
+      %b2 = param f16[64]
       %h1 = matmul %x, %w1, act relu : f16[M, 64]
       %h2 = matmul %h1, %w2 : f16[M, 64]
-      %e = fused.pointwise @k(%h2) : f16[M, 64] {
-        %s = silu %h2 : f16[M, 64]
+      %e = fused.pointwise @k(%h2, %b2) : f16[M, 64] {
+        %a = add %h2, %b2 : f16[M, 64]
+        %s = OP %a : f16[M, 64]
         return %s
       }
       %h3 = matmul %e, %w3 : f16[M, 64]
       %y = matmul %h3, %w4, residual %r : f16[M, 64]
       return %y
     }
-  )") == std::vector<std::string>{"h1,h2: %h2 is read by %e (fused.pointwise), not as a matmul's x"});
+  )";
+  auto with = [&](const std::string& op) {
+    std::string t = between;
+    return t.replace(t.find("OP"), 2, op);
+  };
+  CHECK(chains(with("silu")) ==
+        std::vector<std::string>{"h1,e,h3: %y adds %r, not the chain's x"});
+  CHECK(chains(with("exp")) == std::vector<std::string>{
+                                   "h1,h2: %h2 is read by %e (fused.pointwise), not as a matmul's x"});
+  // The silu layer in the region: one matmul with its bias and activation, named as its output.
+  ir::Graph g = ir::parse(with("silu"), "f.mlp");
+  const std::string got = fused(g);
+  CHECK(mlpc::test::count(got, "%e = matmul %h1, %w2, bias %b2, act silu : f16[M, 64]") == 1);
+  CHECK(mlpc::test::count(got, "%h3 = fused.mlp @mlpc_fused_mlp_h3(%x, %w1, %w2, %b2, %w3)") == 1);
   // A residual of the chain's own x is the chain's last layer.
   CHECK(chains(R"(
     func @f(%x: f16[M, 64]) -> f16[M, 64] {
@@ -213,6 +229,10 @@ TEST_CASE("fuse-mlp: the region computes what its layers compute", "[fuse_mlp]")
         testing::mlp_spec(ir::DType::BF16, 64, {128, 64, 16}, ir::Op::GeluTanh, /*bias=*/true),
         testing::mlp_spec(ir::DType::F16, 64, {128, 64}, ir::Op::GeluTanh, true,
                           /*residual=*/true),
+        // silu and exact gelu: no cuBLASLt epilogue, so each layer is a GEMM with its bias and
+        // a pointwise kernel for the activation, which the region takes in.
+        testing::mlp_spec(ir::DType::F16, 64, {64, 64, 16}, ir::Op::Silu, true),
+        testing::mlp_spec(ir::DType::BF16, 32, {64, 32}, ir::Op::Gelu, false, /*residual=*/true),
         testing::mlp3_small_spec()}) {
     CAPTURE(testing::mlp_text(spec));
     CompileOptions o = options_for_level(2, {.fused_mlp = "on"});
