@@ -40,10 +40,10 @@ CASES = {
     "mlp3_small_relu": ("mlp3_small", 64),
     "llama_geglu": ("llama_geglu", 4096),
     "ffn": ("ffn", 8192),
-    "tcnn_w64": ("tcnn_w64.mlp", 262144),
-    "tcnn_w128": ("tcnn_w128.mlp", 262144),
-    "tcnn_w32": ("tcnn_w32.mlp", 262144),
-    "narrow_gelu": ("narrow_gelu.mlp", 262144),
+    "tcnn_w64": ("tcnn_w64", 262144),
+    "tcnn_w128": ("tcnn_w128", 262144),
+    "tcnn_w32": ("tcnn_w32", 262144),
+    "narrow_gelu": ("narrow_gelu", 262144),
 }
 # Issue 3's targets: mlpc compiled / best PyTorch mode (ffn: the README's, from anchors.md;
 # mlp3_small_relu and the narrow MLPs: issue 36's).

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <string>
+
 #include "compiler/tracing.h"
 #include "ir/error.h"
 
@@ -77,6 +79,31 @@ ir::Graph classifier_sample() {
   return t.finish({softmax(linear(h, 1000, true, "fc2")).named("probs")});
 }
 
+// tiny-cuda-nn's fully fused MLP as PyTorch writes it: nn.Sequential of nn.Linear(bias=False)
+// and nn.ReLU, f16; params named as its state_dict ("0.weight", "2.weight", ...).
+ir::Graph tcnn_of(const char* name, int64_t in, int64_t width, int hidden, int64_t out) {
+  Tracer t(name);
+  Tensor h = t.input("x", DType::F16, {kBatch, in});
+  int at = 0;
+  for (int i = 0; i < hidden; ++i, at += 2)
+    h = relu(linear(h, width, false, std::to_string(at))).named(std::to_string(at + 1));
+  return t.finish({linear(h, out, false, std::to_string(at))});
+}
+
+ir::Graph tcnn_w64_sample() { return tcnn_of("tcnn_w64", 64, 64, 5, 16); }
+ir::Graph tcnn_w128_sample() { return tcnn_of("tcnn_w128", 64, 128, 5, 16); }
+ir::Graph tcnn_w32_sample() { return tcnn_of("tcnn_w32", 32, 32, 2, 16); }
+
+// A narrow MLP with biases and GELU (tanh), f16: nn.Sequential of nn.Linear and
+// nn.GELU(approximate="tanh").
+ir::Graph narrow_gelu_sample() {
+  Tracer t("narrow_gelu");
+  Tensor h = t.input("x", DType::F16, {kBatch, 64});
+  for (int at = 0; at < 6; at += 2)
+    h = gelu_tanh(linear(h, 64, true, std::to_string(at))).named(std::to_string(at + 1));
+  return t.finish({linear(h, 16, true, "6")});
+}
+
 struct Sample {
   SampleInfo info;
   ir::Graph (*make)();
@@ -100,6 +127,14 @@ const std::vector<Sample>& registry() {
       {{"classifier", "2-layer MLP 1024->4096->1000 (bias, gelu_tanh), softmax: x bf16[M, 1024]",
         4096},
        classifier_sample},
+      {{"tcnn_w64", "tiny-cuda-nn's MLP: f16 64 -> 5 x 64 (relu) -> 16, no bias", 262144},
+       tcnn_w64_sample},
+      {{"tcnn_w128", "tiny-cuda-nn's MLP: f16 64 -> 5 x 128 (relu) -> 16, no bias", 262144},
+       tcnn_w128_sample},
+      {{"tcnn_w32", "tiny-cuda-nn's MLP: f16 32 -> 2 x 32 (relu) -> 16, no bias", 262144},
+       tcnn_w32_sample},
+      {{"narrow_gelu", "narrow MLP: f16 64 -> 3 x 64 (bias, gelu_tanh) -> 16 (bias)", 262144},
+       narrow_gelu_sample},
   };
   return r;
 }

@@ -1,5 +1,5 @@
-// The built-in samples: traced and text forms agree, and each compiles to the expected plan. The
-// file-only samples (samples/*.mlp that are not built in) parse and compile too.
+// The built-in samples: traced and text forms agree (every samples/*.mlp is one), and each
+// compiles to the expected plan.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -22,9 +22,6 @@ std::vector<std::string> kinds(const codegen::Plan& p) {
   return k;
 }
 
-// The samples that are files only, not built in: the narrow MLPs of issue 36.
-const std::set<std::string> kFileOnlySamples = {"tcnn_w32", "tcnn_w64", "tcnn_w128", "narrow_gelu"};
-
 ir::Graph sample_file(const std::string& name) {
   return ir::parse_file(std::string(MLPC_SAMPLES_SOURCE_DIR) + "/" + name + ".mlp");
 }
@@ -39,19 +36,19 @@ TEST_CASE("each sample's .mlp file is the traced graph", "[samples]") {
   }
 }
 
-TEST_CASE("each .mlp file in samples/ is a built-in sample or a known file-only one", "[samples]") {
+TEST_CASE("each .mlp file in samples/ is a built-in sample", "[samples]") {
   std::set<std::string> builtin;
   for (const SampleInfo& s : samples()) builtin.insert(s.name);
-  int file_only = 0;
+  int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(MLPC_SAMPLES_SOURCE_DIR)) {
     if (e.path().extension() != ".mlp") continue;
     const std::string name = e.path().stem().string();
     INFO(name);
-    CHECK((builtin.count(name) + kFileOnlySamples.count(name)) == 1);
-    file_only += static_cast<int>(kFileOnlySamples.count(name));
+    CHECK(builtin.count(name) == 1);
     CHECK(sample_file(name).name == name);
+    ++files;
   }
-  CHECK(file_only == static_cast<int>(kFileOnlySamples.size()));
+  CHECK(files == static_cast<int>(builtin.size()));
 }
 
 TEST_CASE("sample plans: launches fused and eager", "[samples]") {
@@ -76,7 +73,7 @@ TEST_CASE("sample plans: launches fused and eager", "[samples]") {
   }
 }
 
-TEST_CASE("file-only sample plans: launches fused and eager", "[samples]") {
+TEST_CASE("narrow MLP sample plans: launches fused, eager, and as one region", "[samples]") {
   struct Expect {
     std::string name;
     std::vector<std::string> fused;
@@ -95,11 +92,10 @@ TEST_CASE("file-only sample plans: launches fused and eager", "[samples]") {
        {"gemm", "pointwise", "gemm", "pointwise", "gemm", "pointwise", "gemm", "pointwise"},
        11},
   };
-  REQUIRE(cases.size() == kFileOnlySamples.size());
   for (const Expect& e : cases) {
     INFO(e.name);
-    CompiledGraph fused = compile(sample_file(e.name), {.fusion = true, .build_kernels = false});
-    CompiledGraph eager = compile(sample_file(e.name), {.fusion = false, .build_kernels = false});
+    CompiledGraph fused = compile(make_sample(e.name), {.fusion = true, .build_kernels = false});
+    CompiledGraph eager = compile(make_sample(e.name), {.fusion = false, .build_kernels = false});
     CHECK(kinds(fused.plan) == e.fused);
     CHECK(eager.plan.launches() == e.eager);
     // -O2 with the fused-MLP kernel taken wherever it fits: the whole MLP is one launch.
@@ -107,7 +103,7 @@ TEST_CASE("file-only sample plans: launches fused and eager", "[samples]") {
     whole.arch = "sm_90";
     whole.build_kernels = false;
     whole.measure_epilogues = false;
-    CHECK(compile(sample_file(e.name), whole).plan.launches() == 1);
+    CHECK(compile(make_sample(e.name), whole).plan.launches() == 1);
   }
 }
 
