@@ -80,17 +80,21 @@ int buffer_named(const Plan& plan, const std::string& name) {
   throw Error(fmt::format("fused MLP: no buffer holds %{}", name));
 }
 
-// The steps computing `names` (a layer's GEMM, and the kernel finishing an epilogue cuBLASLt
-// cannot run), in plan order.
+// The steps computing `names`, in plan order: each layer's GEMM (and the kernel finishing an
+// epilogue cuBLASLt cannot run, which names the layer among its IR nodes) and the kernel of a
+// layer's tail region (which writes the layer's output; it names its body's nodes).
 std::vector<size_t> steps_of(const Plan& plan, const std::set<std::string>& names) {
   std::vector<size_t> at;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& step = plan.steps[i];
     const std::vector<std::string>& nodes =
         std::visit([](const auto& s) -> const std::vector<std::string>& { return s.ir_nodes; },
-                   plan.steps[i]);
-    if (std::any_of(nodes.begin(), nodes.end(), [&](const std::string& v) {
-          return names.count(v) > 0;
-        }))
+                   step);
+    const bool names_one = std::any_of(nodes.begin(), nodes.end(), [&](const std::string& v) {
+      return names.count(v) > 0;
+    });
+    const int written = step_buffers(step).back();
+    if (names_one || (written >= 0 && names.count(plan.buffers[written].name)))
       at.push_back(i);
   }
   return at;

@@ -149,6 +149,14 @@ TEST_CASE("fuse-mlp: where a chain stops, and why", "[fuse_mlp]") {
         std::vector<std::string>{"h1,e,h3: %y adds %r, not the chain's x"});
   CHECK(chains(with("exp")) == std::vector<std::string>{
                                    "h1,h2: %h2 is read by %e (fused.pointwise), not as a matmul's x"});
+  // The candidate replaces every step of its layers, the tail region's kernel included.
+  for (const codegen::CandidateFragments& c :
+       codegen::enumerate_candidates(ir::parse(with("silu"), "f.mlp")))
+    if (c.candidate.kind == passes::ChoiceKind::FusedMlp) {
+      CHECK(c.baseline.steps.size() == 4);  // three GEMMs and the silu kernel
+      REQUIRE(c.options.size() == 1);
+      CHECK(c.options[0].steps.size() == 1);
+    }
   // The silu layer in the region: one matmul with its bias and activation, named as its output.
   ir::Graph g = ir::parse(with("silu"), "f.mlp");
   const std::string got = fused(g);
