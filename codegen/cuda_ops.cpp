@@ -19,13 +19,6 @@ std::string float_literal(double v) {
 
 }  // namespace
 
-std::string c_identifier_chars(std::string_view name) {
-  std::string s(name);
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
-
 std::string_view cuda_type(ir::DType t) {
   switch (t) {
     case ir::DType::F32: return "float";

@@ -13,8 +13,6 @@ namespace mlpc::codegen {
 std::string cuda_expr(const ir::Node& n, const std::vector<std::string>& args);
 // A __device__ helper the expression calls, or "" when it needs none.
 std::string_view cuda_helper(ir::Op op);
-// `name` with every character a C identifier cannot hold replaced by '_' ("fc1.mm" -> "fc1_mm").
-std::string c_identifier_chars(std::string_view name);
 // The CUDA element type of a dtype: float, __half, __nv_bfloat16.
 std::string_view cuda_type(ir::DType t);
 

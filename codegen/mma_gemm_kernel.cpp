@@ -1,4 +1,5 @@
 #include "codegen/mma_gemm_kernel.h"
+#include "ir/identifier.h"
 
 #include <fmt/format.h>
 
@@ -209,7 +210,7 @@ std::optional<KernelStep> generate_mma_gemm_kernel(const GemmStep& g) {
     return std::nullopt;
   Variant v;
   // mma_<value>: told apart from the CUDA-core small-GEMM kernel of the same GEMM.
-  v.name = "mma_" + c_identifier_chars(g.name);
+  v.name = "mma_" + ir::c_identifier_chars(g.name);
   v.dtype = g.dtype;
   v.n = g.n;
   v.k = g.k;

@@ -1,4 +1,5 @@
 #include "codegen/pointwise_kernel.h"
+#include "ir/identifier.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,7 +15,7 @@ namespace mlpc::codegen {
 namespace {
 
 // A C identifier for an IR value: names may hold '.' or start with a digit.
-std::string var(const std::string& ir_name) { return "v_" + c_identifier_chars(ir_name); }
+std::string var(const std::string& ir_name) { return "v_" + ir::c_identifier_chars(ir_name); }
 
 std::string describe(const ir::Graph& body, const ir::Node& n) {
   std::string s = fmt::format("%{} = {}", n.name, ir::op_name(n.op));

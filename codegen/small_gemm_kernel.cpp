@@ -1,4 +1,5 @@
 #include "codegen/small_gemm_kernel.h"
+#include "ir/identifier.h"
 
 #include <fmt/format.h>
 
@@ -28,7 +29,7 @@ std::optional<KernelStep> generate_small_gemm_kernel(const GemmStep& g) {
   KernelStep k;
   // gemm_<value>: the GEMM keeps its name as a kernel, made a C identifier (a value may be called
   // "fc1.mm"); build_plan makes it unique among the plan's kernels.
-  k.name = c_identifier_chars(g.name);
+  k.name = ir::c_identifier_chars(g.name);
   k.inputs = {g.x, g.w};
   if (bias) k.inputs.push_back(g.bias);
   k.output = g.y;

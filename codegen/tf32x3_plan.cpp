@@ -1,4 +1,5 @@
 #include "codegen/tf32x3_plan.h"
+#include "ir/identifier.h"
 
 #include <fmt/format.h>
 
@@ -46,7 +47,7 @@ KernelStep split_kernel(const Plan& plan, const ir::Graph& g, int x, int x3, int
       .op = ir::Op::FusedPointwise,
       .name = plan.buffers[static_cast<size_t>(x3)].name,
       .type = xb.type,
-      .symbol = take_unique_name(symbols, "split_tf32x3_" + c_identifier_chars(xb.name)),
+      .symbol = take_unique_name(symbols, "split_tf32x3_" + ir::c_identifier_chars(xb.name)),
       .body = body};
   KernelStep k =
       generate_pointwise_kernel(g, region, {.store = Store::Tf32x3Split, .tf32x3_chunk = chunk});

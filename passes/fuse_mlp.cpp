@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "ir/builder.h"
+#include "ir/identifier.h"
 #include "passes/rebuild.h"
 
 namespace mlpc::passes {
@@ -120,9 +120,8 @@ std::vector<MlpLayer> plain_layers(const ir::Graph& g, const std::vector<ir::Nod
 }
 
 std::string fused_mlp_symbol(const ir::Graph& g, const std::vector<MlpLayer>& layers) {
-  std::string base = "mlpc_fused_mlp_";
-  for (char ch : g.node(layers.back().output).name)
-    base += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  const std::string base =
+      "mlpc_fused_mlp_" + ir::c_identifier_chars(g.node(layers.back().output).name);
   std::set<std::string> symbols;
   for (const ir::Node& n : g.nodes)
     if (ir::is_fused(n.op)) symbols.insert(n.symbol);
