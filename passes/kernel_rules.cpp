@@ -6,10 +6,17 @@
 
 namespace mlpc::passes {
 
-bool mma_gemms_run_on(const std::string& arch) {
+namespace {
+
+// The compute capability `arch` ("sm_90", "sm_90a") names, 0 for none.
+int sm_version(const std::string& arch) {
   int sm = 0;
-  return std::sscanf(arch.c_str(), "sm_%d", &sm) == 1 && sm >= 80;
+  return std::sscanf(arch.c_str(), "sm_%d", &sm) == 1 ? sm : 0;
 }
+
+}  // namespace
+
+bool mma_gemms_run_on(const std::string& arch) { return sm_version(arch) >= 80; }
 
 Choice decide_small_gemm(double kernel_us, double cublaslt_us, int64_t rows) {
   if (!(kernel_us > 0 && cublaslt_us > 0)) return {false, "could not time both (cuBLASLt kept)"};
@@ -57,9 +64,7 @@ Choice decide_fused_mlp(double fused_us, double layers_us, int64_t rows) {
 }
 
 bool fused_mlps_run_on(const std::string& arch, ir::DType dtype) {
-  if (dtype != ir::DType::F32) return mma_gemms_run_on(arch);
-  int sm = 0;
-  return std::sscanf(arch.c_str(), "sm_%d", &sm) == 1 && sm >= 90;
+  return sm_version(arch) >= (dtype == ir::DType::F32 ? 90 : 80);
 }
 
 std::vector<size_t> options_to_time(const KernelCandidate& c, const SelectOptions& o) {
