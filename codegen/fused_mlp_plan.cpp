@@ -22,17 +22,19 @@ FusedMlpSpec fused_mlp_spec(const ir::Graph& g, const std::vector<passes::MlpLay
   return s;
 }
 
+bool fused_mlp_kernel_fits(const FusedMlpSpec& spec, std::string* why_not) {
+  // The f32 kernel's arch check is selection's (passes::fused_mlps_run_on): sm_90 here asks
+  // only whether the spec fits.
+  return spec.dtype == ir::DType::F32 ? fused_mlp_simt_fits(spec, "sm_90", why_not)
+                                      : fused_mlp_mma_fits(spec, why_not);
+}
+
 std::optional<KernelStep> generate_fused_mlp_kernel(const FusedMlpSpec& spec,
                                                     const std::string& symbol,
                                                     std::string* why_not) {
-  // The f32 kernel's arch check is selection's (passes::fused_mlps_run_on): sm_90 here asks
-  // only whether the spec fits.
-  if (spec.dtype == ir::DType::F32) {
-    if (!fused_mlp_simt_fits(spec, "sm_90", why_not)) return std::nullopt;
-    return generate_fused_mlp_simt_kernel(spec, symbol);
-  }
-  if (!fused_mlp_mma_fits(spec, why_not)) return std::nullopt;
-  return generate_fused_mlp_mma_kernel(spec, symbol);
+  if (!fused_mlp_kernel_fits(spec, why_not)) return std::nullopt;
+  return spec.dtype == ir::DType::F32 ? generate_fused_mlp_simt_kernel(spec, symbol)
+                                      : generate_fused_mlp_mma_kernel(spec, symbol);
 }
 
 namespace {
@@ -100,6 +102,16 @@ std::vector<size_t> steps_of(const Plan& plan, const std::set<std::string>& name
   return at;
 }
 
+// The values the layers of `run` compute: each matmul and each layer's output.
+std::set<std::string> run_values(const ir::Graph& g, const std::vector<passes::MlpLayer>& run) {
+  std::set<std::string> names;
+  for (const passes::MlpLayer& l : run) {
+    names.insert(g.node(l.matmul).name);
+    names.insert(g.node(l.output).name);
+  }
+  return names;
+}
+
 // The site of the layers of `run`; `stop`: why it ends after the last.
 RewriteSite fused_mlp_site(const Plan& plan, const ir::Graph& g,
                            const std::vector<passes::MlpLayer>& run, const std::string& stop) {
@@ -110,15 +122,12 @@ RewriteSite fused_mlp_site(const Plan& plan, const ir::Graph& g,
                    .k = spec.in_width,
                    .dtype = spec.dtype,
                    .plan = &plan};
-  std::set<std::string> names;
   std::vector<std::string> outputs;
   for (const passes::MlpLayer& l : run) {
     site.nodes.push_back(g.node(l.matmul).name);
     outputs.push_back(g.node(l.output).name);
-    names.insert(g.node(l.matmul).name);
-    names.insert(g.node(l.output).name);
   }
-  for (size_t i : steps_of(plan, names)) site.replaced.push_back(plan.steps[i]);
+  for (size_t i : steps_of(plan, run_values(g, run))) site.replaced.push_back(plan.steps[i]);
   site.detail = fmt::format("{} layers, %{} to %{}; stops: {}", run.size(), outputs.front(),
                             outputs.back(), stop);
   std::optional<KernelStep> k = generate_fused_mlp_kernel(spec, site.step);
@@ -145,7 +154,7 @@ void apply_fused_mlps(Plan& plan, const ir::Graph& g, const Lowering& lowering) 
       std::string why;
       for (; last > first; --last) {
         const std::vector<passes::MlpLayer> run(all.begin() + first, all.begin() + last + 1);
-        if (generate_fused_mlp_kernel(fused_mlp_spec(g, run), "probe", &why)) break;
+        if (fused_mlp_kernel_fits(fused_mlp_spec(g, run), &why)) break;
       }
       if (last == first) {  // not even two layers from here: a site that says why
         RewriteSite site = fused_mlp_site(plan, g, {all[first], all[first + 1]}, "");
@@ -169,10 +178,7 @@ void apply_fused_mlps(Plan& plan, const ir::Graph& g, const Lowering& lowering) 
       lowering.record(plan, site, taken.has_value());
       if (taken) {
         // One kernel at the last replaced step's place: its inputs exist before the first.
-        std::set<std::string> names;
-        for (const passes::MlpLayer& l : run)
-          names.insert(g.node(l.matmul).name), names.insert(g.node(l.output).name);
-        const std::vector<size_t> at = steps_of(plan, names);
+        const std::vector<size_t> at = steps_of(plan, run_values(g, run));
         Step kernel = site.options[*taken].rewritten.front();
         plan.steps[at.back()] = std::move(kernel);
         for (auto it = at.rbegin() + 1; it != at.rend(); ++it)

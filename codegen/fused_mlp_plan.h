@@ -18,6 +18,9 @@ namespace mlpc::codegen {
 // What `layers` of `g` (a chain: passes/fuse_mlp.h) compute.
 FusedMlpSpec fused_mlp_spec(const ir::Graph& g, const std::vector<passes::MlpLayer>& layers);
 
+// Whether a fused-MLP kernel (by dtype) computes `spec`; if not, why, in `why_not`.
+bool fused_mlp_kernel_fits(const FusedMlpSpec& spec, std::string* why_not = nullptr);
+
 // The kernel `symbol` for `spec`, or nullopt with the reason in `why_not`. Its inputs and output
 // are the caller's to set: x, then each layer's weight and bias, then y.
 std::optional<KernelStep> generate_fused_mlp_kernel(const FusedMlpSpec& spec,
