@@ -80,6 +80,23 @@ def markdown_table(results):
     return "\n".join(lines)
 
 
+def base_table(results):
+    """With --base: each case's compiled time for the base binary and this one, their ratios to
+    the best PyTorch mode of the same run, and this one's time over the base's."""
+    rows = [r for r in results if r.get("base")]
+    if not rows:
+        return ""
+    lines = ["| case | base µs | base launches | base ratio | mlpc µs | mlpc launches | mlpc ratio "
+             "| mlpc ÷ base | both agree with PyTorch |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        b, m, best = r["base"]["modes"]["compiled"], r["mlpc"]["modes"]["compiled"], r["torch"].get("best_us", float("nan"))
+        lines.append(f"| {r['case']} (M={r['mlpc']['batch']}) | {b['median_us']:.1f} | {b['launches']} "
+                     f"| {b['median_us'] / best:.3f} | {m['median_us']:.1f} | {m['launches']} "
+                     f"| {m['median_us'] / best:.3f} | {m['median_us'] / b['median_us']:.3f} "
+                     f"| {r['base']['agrees'] and r['mlpc']['agrees']} |")
+    return "\n".join(lines)
+
+
 def clock_table(results):
     """What the GPU held while each side was timed (NVML, sampled by torch_baseline.py and mlpc
     bench): mean SM clock, power and the share of samples the power cap held the clock down, for
@@ -188,19 +205,57 @@ def machine_quiet(sid):
     return report
 
 
+def cache_env(binary, args):
+    """With --base, each binary keeps its own cache folder (tunings, times, CUBINs), so neither
+    reads the other's measured decisions."""
+    if not args.base:
+        return {}
+    label = "base" if binary == args.base else "mlpc"
+    return {"MLPC_CACHE_DIR": os.path.join(args.out or "/tmp/mlpc-compare", f"cache_{label}")}
+
+
+def mlpc_bench(binary, out_name, graph, batch, case_dir, args, log, torch_result):
+    """`binary bench` on the case's saved weights and input: its JSON, with the agreement of its
+    output with PyTorch's (vs_torch, agrees); None when it failed."""
+    out = os.path.join(case_dir, out_name)
+    p = subprocess.run([binary, "bench", *graph, "--batch", str(batch),
+                        "-O", args.opt, "--json", *shlex.split(args.mlpc_flags),
+                        "--weights", os.path.join(case_dir, "weights.safetensors"),
+                        "--input", os.path.join(case_dir, "x.npy"), "--output", out],
+                       capture_output=True, text=True,
+                       env={**os.environ, "MLPC_LOGS": "builds", **cache_env(binary, args)})
+    if log:
+        with open(log, "a") as f:
+            f.write(f"$ {binary} bench {' '.join(graph)}\n{p.stdout}{p.stderr}")
+    try:
+        m = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        print(f"{binary} bench failed for {case_dir}: {p.stderr[-2000:]}", file=sys.stderr)
+        return None
+    try:
+        m["vs_torch"] = agreement(out, os.path.join(case_dir, "torch_out.npy"))
+    except (OSError, ValueError) as e:
+        print(f"{case_dir}: cannot compare outputs: {e}", file=sys.stderr)
+        m["vs_torch"] = float("inf")
+    m["agrees"] = m["vs_torch"] <= AGREE.get(torch_result.get("dtype", "float32"), 1e-4)
+    return m
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mlpc", default="build/compiler/mlpc")
     ap.add_argument("--opt", default="2")
     ap.add_argument("--out", default=None)
     ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--base", default=None,
+                    help="a second mlpc binary timed on each case in the same run (before/after)")
     ap.add_argument("--mlpc-flags", default="", help="more flags for mlpc bench, e.g. '--fp32-gemms ieee'")
     ap.add_argument("--table-from", default=None, help="print the table of a saved compare.json")
     args = ap.parse_args()
     if args.table_from:
         with open(args.table_from) as f:
             results = json.load(f)
-        print("\n\n".join(t for t in (markdown_table(results), clock_table(results)) if t))
+        print("\n\n".join(t for t in (markdown_table(results), base_table(results), clock_table(results)) if t))
         return
     cases = args.cases.split(",")
     log = os.path.join(args.out, "compare.log") if args.out else None
@@ -221,33 +276,17 @@ def main():
         machine = machine_quiet(session["sid"])
         graph = ([os.path.join(HERE, "..", "samples", sample)] if sample.endswith(".mlp")
                  else ["--sample", sample])
-        p = subprocess.run([args.mlpc, "bench", *graph, "--batch", str(batch),
-                            "-O", args.opt, "--json", *shlex.split(args.mlpc_flags),
-                            "--weights", os.path.join(case_dir, "weights.safetensors"),
-                            "--input", os.path.join(case_dir, "x.npy"),
-                            "--output", os.path.join(case_dir, "mlpc_out.npy")],
-                           capture_output=True, text=True,
-                           env={**os.environ, "MLPC_LOGS": "builds"})
-        if log:
-            with open(log, "a") as f:
-                f.write(p.stdout + p.stderr)
-        try:
-            m = json.loads(p.stdout)
-        except json.JSONDecodeError:
-            print(f"mlpc bench failed for {case}: {p.stderr}", file=sys.stderr)
-            continue
         t = torch_r[0] if torch_r else {}
-        try:
-            m["vs_torch"] = agreement(os.path.join(case_dir, "mlpc_out.npy"),
-                                      os.path.join(case_dir, "torch_out.npy"))
-        except (OSError, ValueError) as e:
-            print(f"{case}: cannot compare outputs: {e}", file=sys.stderr)
-            m["vs_torch"] = float("inf")
-        m["agrees"] = m["vs_torch"] <= AGREE.get(t.get("dtype", "float32"), 1e-4)
+        m = mlpc_bench(args.mlpc, "mlpc_out.npy", graph, batch, case_dir, args, log, t)
+        if m is None:
+            continue
         m["machine_before"] = machine
-        results.append({"case": case, "torch": t, "mlpc": m})
+        r = {"case": case, "torch": t, "mlpc": m}
+        if args.base:  # the same weights, input and PyTorch run: a ratio of ratios
+            r["base"] = mlpc_bench(args.base, "base_out.npy", graph, batch, case_dir, args, log, t)
+        results.append(r)
 
-    table = "\n\n".join(t for t in (markdown_table(results), clock_table(results)) if t)
+    table = "\n\n".join(t for t in (markdown_table(results), base_table(results), clock_table(results)) if t)
     print(table)
     if args.out:
         with open(os.path.join(args.out, "compare.md"), "w") as f:
