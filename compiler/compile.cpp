@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "codegen/plan_builder.h"
+#include "compiler/decision_timing.h"
 #include "compiler/logs.h"
 #include "compiler/speculative_builds.h"
 #include "compiler/tuning.h"
@@ -38,12 +39,12 @@ CompiledGraph compile(const ir::Graph& g, const CompileOptions& options) {
   // measures the passes' decisions; waited for on the way out.
   SpeculativeBuilds ahead(g, options, c.arch);
   const int64_t rows = decide_rows(options);
-  c.pipeline = passes::run_pipeline(
-      g, {.fusion = options.fusion,
-          .epilogues = options.epilogues,
-          .merge_gemms = options.fusion ? merge_decider(options.merge_gemms, rows)
-                                        : passes::GemmMergeDecider{},
-          .epilogue_decider = epilogue_decider(options.measure_epilogues, rows)});
+  MeasuredPipeline measured =
+      run_measured_pipeline(g, {.fusion = options.fusion, .epilogues = options.epilogues},
+                            options.merge_gemms, options.measure_epilogues, rows,
+                            gpu_decision_timer());
+  c.pipeline = std::move(measured.result);
+  c.passes_timing_ms = measured.timing_ms;
   c.passes_ms = ms_since(phase);
   phase = Clock::now();
   // Kernel selection: the tuning step measures, the pass decides, codegen lowers what it says.

@@ -66,9 +66,10 @@ struct CompiledGraph {
   std::map<std::string, std::vector<char>> cubins;  // KernelStep::cubin_symbol() -> CUBIN
   std::string arch;
   // Wall time of each phase. passes_ms includes the passes' measured decisions (merged and
-  // epilogue GEMMs); plan_ms the tuning step (compiler/tuning.h: NVRTC of the candidates'
+  // epilogue GEMMs: compiler/decision_timing.h); plan_ms the tuning step (compiler/tuning.h: NVRTC of the candidates'
   // kernels and their timing), kernel selection and the lowering.
   double passes_ms = 0.0;
+  double passes_timing_ms = 0.0;  // of passes_ms: timing the merge and epilogue GEMMs on the GPU
   double plan_ms = 0.0;
   double plan_build_wait_ms = 0.0;  // of plan_ms: tuning waiting for its kernels' builds
   double plan_timing_ms = 0.0;      // of plan_ms: tuning timing fragments on the GPU

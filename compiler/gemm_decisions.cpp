@@ -3,13 +3,24 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <memory>
 #include <numeric>
 
-#include "runtime/device/device.h"
-#include "runtime/measure/gemm_bench.h"
-
 namespace mlpc {
+
+std::string DecisionTiming::key() const {
+  if (copy_bytes > 0) return fmt::format("copy|{}", copy_bytes);
+  return fmt::format("gemm|{}x{}x{}|{}|{}", rows, n, k, ir::dtype_name(dtype),
+                     ir::epilogue_formula(epilogue));
+}
+
+std::optional<double> DecisionTimes::find(const DecisionTiming& t) {
+  const std::string key = t.key();
+  if (auto it = us.find(key); it != us.end()) return it->second;
+  if (std::none_of(missing.begin(), missing.end(),
+                   [&](const DecisionTiming& m) { return m.key() == key; }))
+    missing.push_back(t);
+  return std::nullopt;
+}
 
 passes::GemmMergeDecision decide_merge(double merged_us, const std::vector<double>& apart_us,
                                        int64_t rows) {
@@ -22,7 +33,7 @@ passes::GemmMergeDecision decide_merge(double merged_us, const std::vector<doubl
                              rows, merged_us, apart, apart_us.size())};
 }
 
-passes::GemmMergeDecider merge_decider(MergeGemms mode, int64_t rows) {
+passes::GemmMergeDecider merge_decider(MergeGemms mode, int64_t rows, DecisionTimes* times) {
   switch (mode) {
     case MergeGemms::Off: return {};
     case MergeGemms::On:
@@ -31,21 +42,25 @@ passes::GemmMergeDecider merge_decider(MergeGemms mode, int64_t rows) {
       };
     case MergeGemms::Measure: break;
   }
-  if (auto why = runtime::gpu_unavailable_reason())
+  if (!times)
     return [](const passes::GemmMergeCandidate&) {
       return passes::GemmMergeDecision{false, "no GPU to measure on"};
     };
-  // One bench for every candidate of this compile; created on the first candidate.
-  auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
-  return [bench, rows](const passes::GemmMergeCandidate& c) {
-    if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
-    std::vector<double> apart;
+  return [times, rows](const passes::GemmMergeCandidate& c) {
+    // Every time is looked up before deciding, so one round records all that are missing.
+    std::vector<std::optional<double>> apart;
     int64_t total_n = 0;
     for (int64_t n : c.n) {
-      apart.push_back((*bench)->best_us(rows, n, c.k, c.dtype));
+      apart.push_back(times->find({.rows = rows, .n = n, .k = c.k, .dtype = c.dtype}));
       total_n += n;
     }
-    return decide_merge((*bench)->best_us(rows, total_n, c.k, c.dtype), apart, rows);
+    const std::optional<double> merged =
+        times->find({.rows = rows, .n = total_n, .k = c.k, .dtype = c.dtype});
+    if (!merged || std::any_of(apart.begin(), apart.end(), [](auto& a) { return !a; }))
+      return passes::GemmMergeDecision{false, "not timed yet"};
+    std::vector<double> apart_us;
+    for (const auto& a : apart) apart_us.push_back(*a);
+    return decide_merge(*merged, apart_us, rows);
   };
 }
 
@@ -60,20 +75,22 @@ passes::EpilogueDecision decide_epilogue(double epilogue_us, double plain_us, do
   return {fold, fmt::format("measured at M={}: {:.1f} us vs {}", rows, epilogue_us, alternative)};
 }
 
-passes::EpilogueDecider epilogue_decider(bool measure, int64_t rows) {
-  if (!measure || runtime::gpu_unavailable_reason()) return {};
-  auto bench = std::make_shared<std::unique_ptr<runtime::GemmBench>>();
-  return [bench, rows](const passes::EpilogueCandidate& c) {
+passes::EpilogueDecider epilogue_decider(int64_t rows, DecisionTimes* times) {
+  if (!times) return {};
+  return [times, rows](const passes::EpilogueCandidate& c) {
     if (c.from.residual || c.to.residual)  // GemmBench times no residual
       return passes::EpilogueDecision{true, "the rule (residuals are not timed)"};
-    if (!*bench) *bench = std::make_unique<runtime::GemmBench>();
-    runtime::GemmBench& b = **bench;
-    const double kernel =
-        c.removes_kernel
-            ? b.copy_us(rows * c.n * static_cast<int64_t>(ir::dtype_size(c.dtype)))
-            : 0.0;
-    return decide_epilogue(b.best_us(rows, c.n, c.k, c.dtype, c.to),
-                           b.best_us(rows, c.n, c.k, c.dtype, c.from), kernel, rows);
+    const DecisionTiming gemm{.rows = rows, .n = c.n, .k = c.k, .dtype = c.dtype};
+    DecisionTiming with = gemm, without = gemm;
+    with.epilogue = c.to;
+    without.epilogue = c.from;
+    const std::optional<double> to = times->find(with), from = times->find(without);
+    std::optional<double> kernel = 0.0;
+    if (c.removes_kernel)
+      kernel = times->find(
+          {.copy_bytes = rows * c.n * static_cast<int64_t>(ir::dtype_size(c.dtype))});
+    if (!to || !from || !kernel) return passes::EpilogueDecision{true, "not timed yet"};
+    return decide_epilogue(*to, *from, *kernel, rows);
   };
 }
 

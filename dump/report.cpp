@@ -114,7 +114,8 @@ nlohmann::json plan_json(const CompiledGraph& c, int64_t batch) {
   return {{"graph", p.graph_name},    {"batch", batch},     {"arch", c.arch},
           {"launches", p.launches()}, {"kernels", kernels}, {"buffers", buffers},
           {"passes", passes},         {"fusion", fusion},   {"gemm_choices", choices},
-          {"nvrtc_ms", c.nvrtc_ms}, {"passes_ms", c.passes_ms}, {"plan_ms", c.plan_ms},
+          {"nvrtc_ms", c.nvrtc_ms}, {"passes_ms", c.passes_ms},
+          {"passes_timing_ms", c.passes_timing_ms}, {"plan_ms", c.plan_ms},
           {"kernels_ms", c.compile_ms}};
 }
 

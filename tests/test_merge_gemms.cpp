@@ -5,6 +5,7 @@
 
 #include "codegen/plan_builder.h"
 #include "compiler/compile.h"
+#include "compiler/decision_timing.h"
 #include "compiler/gemm_decisions.h"
 #include "compiler/samples.h"
 #include "ir/error.h"
@@ -243,4 +244,58 @@ TEST_CASE("merges at -O2 only by measurement: without a GPU the GEMMs stay apart
   CHECK(compile(make_sample("geglu"), o).plan.launches() == 3);
   o.merge_gemms = MergeGemms::Off;
   CHECK(compile(make_sample("geglu"), o).plan.launches() == 4);
+}
+
+TEST_CASE("measured decisions are data: the passes read times, the missing ones are timed once",
+          "[merge]") {
+  // Synthetic times: the merged GEMM wins by 10%; a bias epilogue costs nothing, a gelu_tanh one
+  // half the GEMM again (more than a kernel of its own: a copy of the output, 3 us).
+  std::vector<std::string> asked;
+  DecisionTimer timer = [&](const DecisionTiming& t) {
+    asked.push_back(t.key());
+    if (t.copy_bytes > 0) return 3.0;
+    const double gemm = t.n == 128 ? 18.0 : 10.0;
+    return t.epilogue.act ? gemm * 1.5 : gemm;
+  };
+  const ir::Graph g = ir::parse(kGeglu, "t.mlp");
+  const MeasuredPipeline m = run_measured_pipeline(g, {.fusion = true, .epilogues = true},
+                                                   MergeGemms::Measure, true, 64, timer);
+  // Round 1 asks for the merge's GEMMs, gate and up one shape (no epilogue is legal: gelu_tanh
+  // is followed by a mul, the others feed a mul or the output); round 2 finds every time.
+  CHECK(m.rounds == 2);
+  CHECK(m.timed == 2);
+  CHECK(asked == std::vector<std::string>{"gemm|64x64x32|bf16|x.W^T", "gemm|64x128x32|bf16|x.W^T"});
+  const passes::FusionDecision* d = m.result.fusion.find("gate", "up");
+  REQUIRE(d != nullptr);
+  CHECK(d->reason == "merged: measured at M=64: 18.0 us merged vs 20.0 us for 2 GEMMs");
+
+  // An epilogue refused by its times stays a kernel; the times it read are each asked once.
+  asked.clear();
+  const ir::Graph relu = ir::parse(R"(
+func @f(%x: f32[M, 32]) -> f32[M, 64] {
+  %w = param f32[64, 32]
+  %b = param f32[64]
+  %mm = matmul %x, %w : f32[M, 64]
+  %y0 = add %mm, %b : f32[M, 64]
+  %y = gelu_tanh %y0 : f32[M, 64]
+  return %y
+})");
+  const MeasuredPipeline e = run_measured_pipeline(relu, {.fusion = true, .epilogues = true},
+                                                   MergeGemms::Off, true, 64, timer);
+  // Round 1 folds the bias by the rule, so the gelu_tanh fold it makes legal is asked for too.
+  CHECK(e.rounds == 2);
+  CHECK(asked == std::vector<std::string>{"gemm|64x64x32|f32|x.W^T + bias", "gemm|64x64x32|f32|x.W^T",
+                                          "gemm|64x64x32|f32|gelu_tanh(x.W^T + bias)",
+                                          "copy|16384"});
+  const std::string printed = ir::print(e.result.graph);
+  CHECK_THAT(printed, Catch::Contains("%y0 = matmul %x, %w, bias %b : f32[M, 64]"));
+  CHECK_THAT(printed, Catch::Contains("gelu_tanh %y0"));
+  CHECK_THAT(e.result.fusion.find("y0", "y")->reason,
+             Catch::Contains("not taken: measured at M=64: 15.0 us vs 10.0 + 3.0 us"));
+
+  // No timer (no GPU): the rules, in one round.
+  const MeasuredPipeline r = run_measured_pipeline(g, {.fusion = true, .epilogues = true},
+                                                   MergeGemms::Measure, true, 64, {});
+  CHECK(r.rounds == 1);
+  CHECK(r.result.fusion.find("gate", "up")->reason == "kept apart: no GPU to measure on");
 }
