@@ -11,6 +11,7 @@
 
 #include "runtime/device/cuda_check.h"
 #include "runtime/device/device.h"
+#include "runtime/exec/device_random.h"
 #include "runtime/exec/step_hooks.h"
 #include "runtime/exec/tensor_map.h"
 #include "codegen/fused_mlp_mma_kernel.h"
@@ -374,23 +375,38 @@ void* Executor::settable(int i) {
   return b.role == codegen::BufferRole::Param ? param_storage(i) : device_ptr(i);
 }
 
-void Executor::set_bytes(const std::string& name, const std::vector<uint8_t>& bytes) {
+int Executor::raw_settable(const std::string& name) {
   const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
-  void* dst = settable(i);
+  settable(i);  // first: a buffer that may not be set says so
   const bool has_derived =
       std::any_of(plan_.buffers.begin(), plan_.buffers.end(),
                   [&](const codegen::Buffer& o) { return o.derived_from() == i; });
   if (has_derived || b.view_of >= 0)
     throw Error(fmt::format("buffer {} has TF32 parts or a transpose, or is stacked into a "
                             "concat: set it with set_tensor", name));
+  return i;
+}
+
+void Executor::set_bytes(const std::string& name, const std::vector<uint8_t>& bytes) {
+  const int i = raw_settable(name);
+  const codegen::Buffer& b = plan_.buffers[i];
   const size_t want = static_cast<size_t>(b.numel(batch_ < 0 ? 1 : batch_)) *
                       ir::dtype_size(b.type.dtype);
   if (bytes.size() != want)
     throw Error(fmt::format("bytes for {}: expected {} ({}[{}]), got {}", name, want,
                             ir::dtype_name(b.type.dtype), fmt::join(bound_dims(i), ", "),
                             bytes.size()));
-  if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  if (!bytes.empty())
+    MLPC_CUDA(cudaMemcpy(settable(i), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  set_[i] = true;
+}
+
+void Executor::fill_random(const std::string& name, double scale, uint64_t seed) {
+  const int i = raw_settable(name);
+  const codegen::Buffer& b = plan_.buffers[i];
+  fill_random_device(settable(i), b.numel(batch_ < 0 ? 1 : batch_), b.type.dtype, scale, seed);
+  MLPC_CUDA(cudaStreamSynchronize(nullptr));
   set_[i] = true;
 }
 

@@ -69,6 +69,9 @@ class Executor {
   // Uploads raw device bytes (random_bytes: timing operands, with no doubles on the host). Not
   // for a param with TF32 parts or one stacked into a concat.
   void set_bytes(const std::string& buffer_name, const std::vector<uint8_t>& bytes);
+  // Writes random values U(-scale, scale) into a buffer on the device (runtime/exec/
+  // device_random.h: timing operands); the same buffers as set_bytes.
+  void fill_random(const std::string& buffer_name, double scale, uint64_t seed);
 
   // Points param `name` at the caller's device memory (never freed here), `bytes(0)` of its
   // dtype. Where the plan reads the param as stored, it reads that memory (returns true: no
@@ -141,6 +144,8 @@ class Executor {
   void* param_storage(int buffer_index);
   // Where set_tensor / set_bytes write buffer `i`; throws for the buffers they may not write.
   void* settable(int buffer_index);
+  // The index of a buffer set_bytes and fill_random may write (not one with derived forms).
+  int raw_settable(const std::string& buffer_name);
   std::vector<int64_t> bound_dims(int buffer_index) const;
   int buffer_index(const std::string& name) const;
 

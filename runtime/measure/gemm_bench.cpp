@@ -12,11 +12,11 @@
 #include "runtime/jit/build_log.h"
 #include "runtime/device/cuda_check.h"
 #include "runtime/device/device.h"
+#include "runtime/exec/device_random.h"
 #include "runtime/exec/executor.h"
 #include "runtime/gemm/gemm_lt.h"
 #include "runtime/gemm/gemm_tuner.h"
 #include "host/host_tensor.h"
-#include "host/random_init.h"
 #include "runtime/measure/replay_budget.h"
 #include "runtime/measure/timing.h"
 #include "host/wall_clock.h"
@@ -41,12 +41,6 @@ struct DeviceBuffer {
     return p;
   }
 };
-
-// Fills `count` elements of `dtype` at `dst` with unique values uniform in [-scale, scale].
-void fill_random(void* dst, int64_t count, ir::DType dtype, double scale, uint32_t seed) {
-  const std::vector<uint8_t> bytes = random_bytes(dtype, count, scale, seed);
-  if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
-}
 
 }  // namespace
 
@@ -95,9 +89,11 @@ double GemmBench::best_us(int64_t rows, int64_t n, int64_t k, ir::DType dtype,
   ops.w = t.w.reserve(static_cast<size_t>(n * k * size));
   ops.y = t.y.reserve(static_cast<size_t>(rows * n * size));
   if (epilogue.bias) ops.bias = t.bias.reserve(static_cast<size_t>(n * size));
-  fill_random(const_cast<void*>(ops.x), rows * k, dtype, 1.0, 1);
-  fill_random(const_cast<void*>(ops.w), n * k, dtype, 1.0 / std::sqrt(static_cast<double>(k)), 2);
-  if (ops.bias) fill_random(const_cast<void*>(ops.bias), n, dtype, 0.1, 3);
+  fill_random_device(const_cast<void*>(ops.x), rows * k, dtype, 1.0, 1);
+  fill_random_device(const_cast<void*>(ops.w), n * k, dtype,
+                     1.0 / std::sqrt(static_cast<double>(k)), 2);
+  if (ops.bias) fill_random_device(const_cast<void*>(ops.bias), n, dtype, 0.1, 3);
+  MLPC_CUDA(cudaDeviceSynchronize());
   t.lt.prepare(step, rows);
   event.setup_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
@@ -166,14 +162,14 @@ std::optional<double> GemmBench::cached_us(const std::string& key) {
   return std::nullopt;
 }
 
-GemmBench::Inputs GemmBench::random_inputs(const codegen::Plan& plan, int64_t rows) {
+GemmBench::Inputs GemmBench::random_inputs(const codegen::Plan& plan) {
   Inputs inputs;
-  uint32_t seed = 1;
+  uint64_t seed = 1;
   for (const codegen::Buffer& b : plan.buffers) {
     if (!b.uploaded()) continue;
     const int64_t fan_in = b.type.shape.rank() > 1 ? b.type.shape.last() : 1;
     const double scale = b.role == codegen::BufferRole::Input ? 1.0 : 1.0 / std::sqrt(fan_in);
-    inputs.emplace_back(b.name, random_bytes(b.type.dtype, b.numel(rows), scale, seed++));
+    inputs.push_back({b.name, scale, seed++});
   }
   return inputs;
 }
@@ -186,8 +182,8 @@ double GemmBench::graph_us(const codegen::Plan& plan,
   const auto t0 = std::chrono::steady_clock::now();
   Executor ex(plan, cubins, {.tune_gemms = true, .cuda_graph = true});
   ex.bind_batch(rows);
-  const Inputs made = inputs ? Inputs{} : random_inputs(plan, rows);
-  for (const auto& [name, bytes] : inputs ? *inputs : made) ex.set_bytes(name, bytes);
+  for (const RandomInput& in : inputs ? *inputs : random_inputs(plan))
+    ex.fill_random(in.buffer, in.scale, in.seed);
   event.setup_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   cudaStream_t stream = nullptr;

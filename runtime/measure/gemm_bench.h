@@ -35,14 +35,18 @@ class GemmBench {
   double copy_us(int64_t bytes);
   // A time stored under `key` by graph_us (or another timing), if there is one.
   std::optional<double> cached_us(const std::string& key);
-  // The values graph_us uploads into `plan`'s buffers at `rows` rows, by buffer name: inputs
-  // U(-1, 1), params scaled as nn.Linear initializes them, so sums stay in range. Apart from
-  // graph_us so that a caller can make them while the plan's kernels still build: drawing them
-  // costs CPU time that would otherwise sit on the critical path of a cold compile.
-  using Inputs = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
-  static Inputs random_inputs(const codegen::Plan& plan, int64_t rows);
-  // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on `inputs` (made by
-  // random_inputs when null), GEMMs tuned: for a plan of one step repeated, that step's time
+  // The values graph_us writes into `plan`'s buffers, by buffer name: inputs U(-1, 1), params
+  // scaled as nn.Linear initializes them, so sums stay in range; drawn on the device
+  // (runtime/exec/device_random.h) for the batch size graph_us binds.
+  struct RandomInput {
+    std::string buffer;
+    double scale = 1.0;
+    uint64_t seed = 1;
+  };
+  using Inputs = std::vector<RandomInput>;
+  static Inputs random_inputs(const codegen::Plan& plan);
+  // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on `inputs`
+  // (random_inputs when null), GEMMs tuned: for a plan of one step repeated, that step's time
   // inside a compiled graph (what a step costs there, launch overhead amortized as the graph
   // amortizes it). `cubins` as for Executor. Cached under `key` with the GEMM timings. Its
   // GEMMs are tuned within their budget, then the graph is replayed as kReplayBudgetUs allows

@@ -21,6 +21,7 @@
 #include "host/random_init.h"
 #include "host/scoped_env.h"
 #include "runtime/device/device.h"
+#include "runtime/exec/device_random.h"
 #include "runtime/exec/executor.h"
 #include "runtime/gemm/gemm_tuner.h"
 #include "runtime/jit/nvrtc_compiler.h"
@@ -269,6 +270,25 @@ TEST_CASE("set_bytes uploads random_bytes: unique values within the scale", "[gp
   CHECK(ex.download(1).data == decode(dt, random_bytes(dt, kN * kK, 0.5, 8).data(), kN * kK));
   CHECK_THROWS_WITH(ex.set_bytes("x", random_bytes(dt, m * kK - 1, 0.5, 1)),
                     Contains("bytes for x: expected"));
+}
+
+TEST_CASE("fill_random draws a block on the host and repeats it on the device", "[gpu]") {
+  auto dt = GENERATE(ir::DType::BF16, ir::DType::F32);
+  codegen::Plan plan = linear_plan(dt);
+  Executor ex(plan, compile_kernels(plan));
+  const int64_t m = kRandomBlock / kK + 300;  // x holds a block and part of another
+  ex.bind_batch(m);
+  ex.fill_random("x", 0.5, 9);
+  ex.fill_random("w", 0.25, 8);
+  ex.fill_random("b", 0.1, 3);
+  ex.run();  // every input and param counts as set
+  const HostTensor x = ex.download(0);
+  REQUIRE(x.numel() == m * kK);
+  const std::vector<double> block = decode(dt, random_bytes(dt, kRandomBlock, 0.5, 9).data(), kRandomBlock);
+  CHECK(std::equal(block.begin(), block.end(), x.data.begin()));
+  CHECK(std::equal(x.data.begin() + kRandomBlock, x.data.end(), block.begin()));
+  // Smaller than a block: exactly random_bytes's values, as set_bytes would upload them.
+  CHECK(ex.download(1).data == decode(dt, random_bytes(dt, kN * kK, 0.25, 8).data(), kN * kK));
 }
 
 TEST_CASE("time_forward reports a per-forward time", "[gpu]") {
