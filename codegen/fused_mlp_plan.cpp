@@ -33,8 +33,13 @@ std::optional<KernelStep> generate_fused_mlp_kernel(const FusedMlpSpec& spec,
                                                     const std::string& symbol,
                                                     std::string* why_not) {
   if (!fused_mlp_kernel_fits(spec, why_not)) return std::nullopt;
-  return spec.dtype == ir::DType::F32 ? generate_fused_mlp_simt_kernel(spec, symbol)
-                                      : generate_fused_mlp_mma_kernel(spec, symbol);
+  if (spec.dtype != ir::DType::F32) return generate_fused_mlp_mma_kernel(spec, symbol);
+  // 8 warps a block where it fits (fewer, larger clusters ran faster in
+  // bench/fused_mlp_simt_probe), else the kernel's default tile.
+  const FusedMlpSimtConfig wide{.rows_per_tile = 8, .warps = 8};
+  return fused_mlp_simt_fits(spec, "sm_90", nullptr, wide)
+             ? generate_fused_mlp_simt_kernel(spec, symbol, wide)
+             : generate_fused_mlp_simt_kernel(spec, symbol);
 }
 
 namespace {

@@ -95,7 +95,9 @@ TEST_CASE("fused MLP mma kernel: epilogues, odd output widths and the x tail", "
   REQUIRE(gelu);
   CHECK(gelu->ops == std::vector<std::string>{"matmul", "bias", "gelu_tanh", "matmul", "bias",
                                               "gelu_tanh", "matmul", "bias"});
-  CHECK(has(gelu->source, "mlpc_gelu_tanh(v)"));
+  CHECK(has(gelu->source, "mlpc_gelu_tanh_fast(v)"));
+  CHECK(has(gelu->source, "__expf(fminf(-2.0f * inner, 80.0f))"));  // x * sigmoid(2u), not tanhf
+  CHECK_FALSE(has(gelu->source, "tanhf"));
   CHECK(has(gelu->source, "mlpc_stage_bias<64, 64>(in2"));
   CHECK(has(gelu->source, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
   CHECK(gelu->as<codegen::FusedMlpMma>()->smem_bytes == (2 * 64 * 72 + 16 * 72) * 2 + (64 + 64 + 16) * 4);
