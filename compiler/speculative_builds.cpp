@@ -1,6 +1,8 @@
 #include "compiler/speculative_builds.h"
 
 #include <exception>
+#include <set>
+#include <utility>
 
 #include "codegen/candidates.h"
 #include "compiler/tuning.h"
@@ -9,14 +11,14 @@
 
 namespace mlpc {
 
-std::vector<std::vector<codegen::Step>> speculative_plans(const ir::Graph& g,
-                                                         const CompileOptions& o,
-                                                         const std::string& arch) {
-  std::vector<std::vector<codegen::Step>> plans;
+std::vector<codegen::KernelStep> speculative_kernels(const ir::Graph& g, const CompileOptions& o,
+                                                     const std::string& arch) {
+  std::vector<codegen::KernelStep> kernels;
   const passes::SelectOptions select = select_options(o, arch);
-  if (!o.fusion || !measures_kernels(select)) return plans;
+  if (!o.fusion || !measures_kernels(select)) return kernels;
   std::vector<MergeGemms> merges = {o.merge_gemms};
   if (o.merge_gemms == MergeGemms::Measure) merges = {MergeGemms::On, MergeGemms::Off};
+  std::set<std::pair<std::string, std::string>> seen;  // (symbol, source)
   for (MergeGemms merge : merges) {
     // The epilogues fold by the rule: the measured folds mostly agree, and a kernel built for
     // nothing costs a thread, not the compile.
@@ -24,26 +26,27 @@ std::vector<std::vector<codegen::Step>> speculative_plans(const ir::Graph& g,
         g, {.fusion = true,
             .epilogues = o.epilogues,
             .merge_gemms = merge_decider(merge, decide_rows(o))});
-    std::vector<codegen::Step> steps =
-        steps_to_time(codegen::enumerate_candidates(p.graph), select);
-    if (!steps.empty()) plans.push_back(std::move(steps));
+    for (const codegen::Step& s : steps_to_time(codegen::enumerate_candidates(p.graph), select))
+      if (const auto* k = std::get_if<codegen::KernelStep>(&s);
+          k && seen.emplace(k->cubin_symbol(), k->source).second)
+        kernels.push_back(*k);
   }
-  return plans;
+  return kernels;
 }
 
 SpeculativeBuilds::SpeculativeBuilds(const ir::Graph& g, const CompileOptions& o,
                                      const std::string& arch) {
   if (!o.build_kernels || runtime::gpu_unavailable_reason()) return;  // nothing will be timed
-  std::vector<std::vector<codegen::Step>> plans;
+  std::vector<codegen::KernelStep> kernels;
   try {
-    plans = speculative_plans(g, o, arch);
+    kernels = speculative_kernels(g, o, arch);
   } catch (const std::exception&) {  // a graph the passes reject: compile() reports it
     return;
   }
-  for (std::vector<codegen::Step>& steps : plans)
+  for (codegen::KernelStep& k : kernels)
     builds_.push_back(std::async(std::launch::async,
-                                 [steps = std::move(steps), arch, use_cache = o.use_cache] {
-                                   runtime::build_kernels(steps, arch, use_cache);
+                                 [k = std::move(k), arch, use_cache = o.use_cache] {
+                                   runtime::build_kernels({k}, arch, use_cache);
                                  }));
 }
 

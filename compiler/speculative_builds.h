@@ -24,13 +24,15 @@ class SpeculativeBuilds {
   SpeculativeBuilds& operator=(const SpeculativeBuilds&) = delete;
 
  private:
-  std::vector<std::future<void>> builds_;
+  std::vector<std::future<void>> builds_;  // one a kernel
 };
 
-// The steps whose kernels SpeculativeBuilds builds for `g`, one list per merge outcome (no GPU
-// needed; empty when tuning would time nothing).
-std::vector<std::vector<codegen::Step>> speculative_plans(const ir::Graph& g,
-                                                         const CompileOptions& options,
-                                                         const std::string& arch);
+// The kernels SpeculativeBuilds builds for `g`: those of the candidates' fragments of every merge
+// outcome, each (name, source) once (no GPU needed; empty when tuning would time nothing). Two
+// may share a name: a gated kernel takes its region's, beside the region's own kernel, so each
+// is built on its own, never as one plan.
+std::vector<codegen::KernelStep> speculative_kernels(const ir::Graph& g,
+                                                     const CompileOptions& options,
+                                                     const std::string& arch);
 
 }  // namespace mlpc
