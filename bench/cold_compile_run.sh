@@ -13,7 +13,8 @@
 # Prints one line per binary and sample, then (two binaries) every sample whose plan or GEMM
 # algorithms differ. Logs (JSON, stderr with the build logs) under OUT.
 # Usage: bench/cold_compile_run.sh OUT [SAMPLE[:BATCH] ...]   (default: every sample at its
-#        default batch). Env: BINS="bin base" (default: bin, and base when stage/base/mlpc is).
+#        default batch). Env: BINS="bin base" (default: bin, and base when stage/base/mlpc is);
+#        BENCH=0 skips the bench runs (the table then shows the cold process's compile phases).
 set -uo pipefail
 out=${1:?usage: bench/cold_compile_run.sh OUT [SAMPLE[:BATCH] ...]}
 shift
@@ -34,11 +35,13 @@ for c in "${cases[@]}"; do
   [[ $c == *:* ]] && batch=(--batch "${c#*:}")
   for b in $bins; do
     tag="${b}_${c/:/_m}"
-    dir=$(mktemp -d)
-    MLPC_CACHE_DIR=$dir MLPC_LOGS=builds timeout 300 "stage/$b/mlpc" bench --sample "$s" \
-      "${batch[@]}" -O2 --json > "$out/${tag}_bench.json" 2> "$out/${tag}_bench.err"
-    echo "$tag bench: exit $?" >> "$out/exits.txt"
-    rm -rf "$dir"
+    if [[ ${BENCH:-1} != 0 ]]; then
+      dir=$(mktemp -d)
+      MLPC_CACHE_DIR=$dir MLPC_LOGS=builds timeout 300 "stage/$b/mlpc" bench --sample "$s" \
+        "${batch[@]}" -O2 --json > "$out/${tag}_bench.json" 2> "$out/${tag}_bench.err"
+      echo "$tag bench: exit $?" >> "$out/exits.txt"
+      rm -rf "$dir"
+    fi
     dir=$(mktemp -d)
     for run in cold warm; do
       t0=$(ms_now)
@@ -98,9 +101,17 @@ for c in cases:
         pc = walls.get((tag, "cold"), (1, float("nan")))
         pw = walls.get((tag, "warm"), (1, float("nan")))
         (tn, tms), (on, oms) = timed_lines(os.path.join(out, f"{tag}_compile_cold.err"))
+        if not r and cold:  # BENCH=0: compile()'s phases in the cold process
+            ms = lambda k: cold.get(k, float("nan"))
+            total = ms("passes_ms") + ms("plan_ms") + ms("kernels_ms")
+            print(f"| {b} | {c} | **{total:.0f}** (process) | | {ms('passes_ms'):.0f} "
+                  f"(timed {ms('passes_timing_ms'):.0f}) | {ms('plan_ms'):.0f} | "
+                  f"{ms('kernels_ms'):.0f} | {ms('nvrtc_ms'):.0f} | {pc[1]:.0f} / {pw[1]:.0f} "
+                  f"| {tn}, {tms:.0f} | {on}, {oms:.0f} | {cold.get('launches')} | |")
         if not r:
-            print(f"| {b} | {c} | bench failed: see {tag}_bench.err | | | | | | "
-                  f"{pc[1]:.0f} / {pw[1]:.0f} | {tn}, {tms:.0f} | {on}, {oms:.0f} | | |")
+            if not cold:
+                print(f"| {b} | {c} | bench failed: see {tag}_bench.err | | | | | | "
+                      f"{pc[1]:.0f} / {pw[1]:.0f} | {tn}, {tms:.0f} | {on}, {oms:.0f} | | |")
             continue
         m = r["modes"]["compiled"]
         ph = m.get("compile_cold_phases") or {}

@@ -285,14 +285,20 @@ def main():
         if args.base:  # the same weights, input and PyTorch run: a ratio of ratios
             r["base"] = mlpc_bench(args.base, "base_out.npy", graph, batch, case_dir, args, log, t)
         results.append(r)
+        write_results(results, args.out)  # after every case: a run cut short keeps what it has
 
+    print(write_results(results, args.out))
+
+
+def write_results(results, out):
+    """The tables of `results`, written with the JSON under `out` (when given); returned."""
     table = "\n\n".join(t for t in (markdown_table(results), base_table(results), clock_table(results)) if t)
-    print(table)
-    if args.out:
-        with open(os.path.join(args.out, "compare.md"), "w") as f:
+    if out:
+        with open(os.path.join(out, "compare.md"), "w") as f:
             f.write(table + "\n")
-        with open(os.path.join(args.out, "compare.json"), "w") as f:
+        with open(os.path.join(out, "compare.json"), "w") as f:
             json.dump(results, f, indent=1)
+    return table
 
 
 if __name__ == "__main__":
