@@ -2,13 +2,14 @@
 // WIDTH] through LAYERS - 1 hidden layers of WIDTH (ReLU) and an output layer of 16, f16 and
 // bf16, launched as the executor launches it; each output checked on sampled rows against an fp64
 // reference that rounds every hidden activation as the kernel does. Prints µs per launch, the
-// bandwidth of x and y (and the weights, once), TFLOP/s, registers; then the same kernel at 8 and
-// 16 warps a block at most (its launch bound edited) beside the generated 8.
+// bandwidth of x and y (and the weights, once), TFLOP/s, registers and NVRTC's time, for the
+// generated kernel (alike hidden layers as one loop) and the same spec with every layer unrolled.
 // Usage: fused_mlp_probe [ROWS,WIDTH,LAYERS ...]   (default: 262144,64,6)
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -45,8 +46,12 @@ void probe_dtype(const bench::Shape& shape, ir::DType dt, int sms) {
                shape.k, why);
     return;
   }
-  const auto k = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_probe");
-  const auto& f = std::get<codegen::FusedMlpMma>(k->kind);
+  const auto looped = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_probe");
+  codegen::FusedMlpMmaShape unrolled_shape = codegen::fused_mlp_mma_shape(s);
+  unrolled_shape.loop_alike_layers = false;
+  const auto unrolled = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_probe",
+                                                               unrolled_shape);
+  const auto& f = std::get<codegen::FusedMlpMma>(looped->kind);
   const int64_t rows = shape.rows;
 
   // Values: x standard normal, weights uniform with variance 2 / K (the ReLU chain keeps scale).
@@ -92,23 +97,19 @@ void probe_dtype(const bench::Shape& shape, ir::DType dt, int sms) {
   const double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(f.macs_per_row);
   const double bytes = static_cast<double>(rows * (s.in_width + kOut) * 2 + weight_bytes);
   const std::string arch = runtime::device_arch();
-  // The generated kernel, then its launch bound edited to 12 and 16 warps.
-  for (int max_warps : {codegen::kFusedMlpMaxWarps, 12, 16}) {
-    std::string source = k->source;
-    if (max_warps != codegen::kFusedMlpMaxWarps) {
-      const std::string bound = fmt::format("__launch_bounds__({}, 1)", f.threads);
-      const size_t at = source.find(bound);
-      MLPC_ASSERT(at != std::string::npos, "launch bound not found in the kernel");
-      source.replace(at, bound.size(), fmt::format("__launch_bounds__({}, 1)", 32 * max_warps));
-    }
-    const bench::BuiltKernel built(source, k->name, arch);
+  for (const auto& [variant, k] : {std::pair{"layer loops", &looped}, std::pair{"unrolled", &unrolled}}) {
+    const int max_warps = codegen::kFusedMlpMaxWarps;
+    const auto t0 = std::chrono::steady_clock::now();
+    const bench::BuiltKernel built((*k)->source, (*k)->name, arch);
+    const double nvrtc_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     int device = 0;
     MLPC_CUDA(cudaGetDevice(&device));
     MLPC_CUDA(cudaKernelSetAttributeForDevice(
         built.kern, cudaFuncAttributeMaxDynamicSharedMemorySize, f.smem_bytes, device));
     codegen::FusedMlpMma launch = f;
     launch.threads = 32 * max_warps;
-    codegen::LaunchDims d = codegen::launch_dims(launch, *k, n);
+    codegen::LaunchDims d = codegen::launch_dims(launch, **k, n);
     const int64_t tiles = (rows + f.tile_rows - 1) / f.tile_rows;
     d.grid = static_cast<unsigned>(
         std::clamp<int64_t>((tiles + d.block / 32 - 1) / (d.block / 32), 1, sms));
@@ -146,10 +147,11 @@ void probe_dtype(const bench::Shape& shape, ir::DType dt, int sms) {
     cudaFuncAttributes attr{};
     MLPC_CUDA(cudaFuncGetAttributes(&attr, built.func()));
     fmt::print(
-        "{} [{}, {}] x {} layers -> {}, at most {:2} warps a block ({} x {} threads, {} "
-        "registers, {} B shared): {:.1f} us, {:.0f} GB/s, {:.1f} TFLOP/s; worst relative error "
-        "{:.2g} on {} outputs (rms {:.2g})\n",
-        ir::dtype_name(dt), rows, s.in_width, shape.k, kOut, max_warps, d.grid, d.block,
+        "{} [{}, {}] x {} layers -> {}, {} (NVRTC {:.0f} ms), at most {} warps a block ({} x {} "
+        "threads, {} registers, {} B shared): {:.1f} us, {:.0f} GB/s, {:.1f} TFLOP/s; worst "
+        "relative error {:.2g} on {} outputs (rms {:.2g})\n",
+        ir::dtype_name(dt), rows, s.in_width, shape.k, kOut, variant, nvrtc_ms, max_warps, d.grid,
+        d.block,
         attr.numRegs, f.smem_bytes, us, bytes / us / 1e3, flops / us / 1e6, worst, checked,
         std::sqrt(sq / static_cast<double>(checked)));
   }

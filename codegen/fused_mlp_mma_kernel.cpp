@@ -295,10 +295,43 @@ FusedMlpMmaShape fused_mlp_mma_shape(const FusedMlpSpec& s) {
   return shape;
 }
 
+std::vector<std::pair<size_t, size_t>> fused_mlp_layer_loops(const FusedMlpSpec& s) {
+  std::vector<std::pair<size_t, size_t>> runs;
+  int64_t k = s.in_width;
+  std::vector<int64_t> in_width;
+  for (const FusedMlpLayer& l : s.layers) in_width.push_back(k), k = l.n;
+  auto alike = [&](size_t a, size_t b) {
+    const FusedMlpLayer &x = s.layers[a], &y = s.layers[b];
+    return x.n == y.n && x.bias == y.bias && x.act == y.act && in_width[a] == in_width[b];
+  };
+  // Hidden layers 1 .. size - 2: the first reads x (its weights permuted), the last stores y.
+  for (size_t i = 1; i + 1 < s.layers.size();) {
+    size_t j = i;
+    if (in_width[i] == s.layers[i].n)
+      while (j + 2 < s.layers.size() && alike(i, j + 1)) ++j;
+    if (j > i) runs.emplace_back(i, j);
+    i = j + 1;
+  }
+  return runs;
+}
+
 std::optional<KernelStep> generate_fused_mlp_mma_kernel(const FusedMlpSpec& s,
                                                         const std::string& name) {
   if (!fused_mlp_mma_fits(s)) return std::nullopt;
-  const FusedMlpMmaShape shape = fused_mlp_mma_shape(s);
+  return generate_fused_mlp_mma_kernel(s, name, fused_mlp_mma_shape(s));
+}
+
+std::optional<KernelStep> generate_fused_mlp_mma_kernel(const FusedMlpSpec& s,
+                                                        const std::string& name,
+                                                        const FusedMlpMmaShape& shape) {
+  if (!fused_mlp_mma_fits(s)) return std::nullopt;
+  std::vector<std::pair<size_t, size_t>> loops;
+  if (shape.loop_alike_layers) loops = fused_mlp_layer_loops(s);
+  auto loop_at = [&](size_t i) -> const std::pair<size_t, size_t>* {
+    for (const auto& run : loops)
+      if (run.first <= i && i <= run.second) return &run;
+    return nullptr;
+  };
   const std::vector<Dims> dims = layer_dims(s);
   const std::string t(cuda_type(s.dtype));
   const std::string t2 = s.dtype == ir::DType::BF16 ? "__nv_bfloat162" : "__half2";
@@ -362,7 +395,8 @@ std::optional<KernelStep> generate_fused_mlp_mma_kernel(const FusedMlpSpec& s,
   // matrices at k 0, 8, 16, 24 of n8 tile 0.
   std::string lane_addr;
   for (size_t i = 0; i < dims.size(); ++i)
-    lane_addr += fmt::format(
+    if (const auto* run = loop_at(i); !run || run->first == i)
+      lane_addr += fmt::format(
         "  const unsigned w{0} = smem + {1} + 2 * ((lane & 7) * {2} + 8 * (lane >> 3));\n", i + 1,
         w_off[i], dims[i].stride());
 
@@ -372,6 +406,32 @@ std::optional<KernelStep> generate_fused_mlp_mma_kernel(const FusedMlpSpec& s,
     const Dims& d = dims[i];
     const FusedMlpLayer& l = s.layers[i];
     const int64_t nt = d.n / 8;
+    const bool relu = l.act == ir::Op::Relu;
+    const std::string to_a_act =
+        fmt::format("[](float v) {{ return {}; }}", relu ? "v" : act_expr(l.act, "v"));
+    if (const auto* run = loop_at(i)) {
+      // Alike layers: one body over their weights (and biases), evenly spaced in shared memory;
+      // the A fragments are rewritten in place, then named as the run's last output.
+      const size_t first = run->first, count = run->second - run->first + 1;
+      layers += fmt::format(
+          "    // Layers {0} to {1}: [{2}] -> [{3}]{4}{5}, {6} alike, one loop.\n"
+          "#pragma unroll 1\n"
+          "    for (int l = 0; l < {6}; ++l) {{\n"
+          "      float c[kR][{7}][4];\n"
+          "      mlpc_init(c, {8}, q);\n"
+          "      mlpc_layer<kR, {2}, {7}, {9}>(c, a{10}, w{0} + l * {11});\n"
+          "      mlpc_to_a<{12}>(c, a{10}, {13});\n"
+          "    }}\n"
+          "    unsigned (&a{1})[kR][{14}][4] = a{10};\n",
+          first + 1, run->second + 1, d.k, l.n, l.bias ? ", bias" : "",
+          l.act ? ", " + act_name(l.act) : "", count, nt,
+          l.bias ? fmt::format("reinterpret_cast<const float*>(mlpc_smem + {} + l * {})",
+                               b_off[first], d.n * 4)
+                 : "(const float*)nullptr",
+          d.stride(), first, d.weight_bytes(), relu ? "true" : "false", to_a_act, nt / 2);
+      i = run->second;
+      continue;
+    }
     layers += fmt::format(
         "    // Layer {0}: [{1}] -> [{2}]{3}{4}.\n"
         "    float c{0}[kR][{5}][4];\n"
@@ -381,13 +441,11 @@ std::optional<KernelStep> generate_fused_mlp_mma_kernel(const FusedMlpSpec& s,
         l.bias ? fmt::format("reinterpret_cast<const float*>(mlpc_smem + {})", b_off[i])
                : "(const float*)nullptr",
         d.stride(), i);
-    if (static_cast<int64_t>(i) + 1 < n_layers) {
-      const bool relu = l.act == ir::Op::Relu;
+    if (static_cast<int64_t>(i) + 1 < n_layers)
       layers += fmt::format(
           "    unsigned a{0}[kR][{1}][4];\n"
-          "    mlpc_to_a<{2}>(c{0}, a{0}, [](float v) {{ return {3}; }});\n",
-          i + 1, nt / 2, relu ? "true" : "false", relu ? "v" : act_expr(l.act, "v"));
-    }
+          "    mlpc_to_a<{2}>(c{0}, a{0}, {3});\n",
+          i + 1, nt / 2, relu ? "true" : "false", to_a_act);
   }
   const Dims& last = dims.back();
   const std::string residual =

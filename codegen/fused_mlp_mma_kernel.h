@@ -32,6 +32,10 @@
 // hidden width a multiple of 16 (the MMA's K, and a layer's output is the next one's K); the
 // output width any, padded to 8.
 //
+// Alike hidden layers (square, with the same bias and activation) in a row run as one loop over
+// their weights, evenly spaced in shared memory, rewriting the A fragments in place: NVRTC's time
+// grows with the unrolled code, and a cold -O2 compile waits for this kernel's build.
+//
 // The tail: rows past the end are read as zeros and never stored, at any row count.
 //
 // Parameters (fused_mlp_spec.h): x, then per layer W_i (and b_i when it has a bias), then y and
@@ -41,6 +45,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "codegen/fused_mlp_spec.h"
 #include "codegen/plan.h"
@@ -61,6 +67,9 @@ struct FusedMlpMmaShape {
   int r = 1;
   int warps = kFusedMlpMaxWarps;
   int smem_bytes = 0;
+  // Hidden layers alike (square, same bias and activation) in a row run as one loop over their
+  // weights instead of a copy each: NVRTC builds one layer's code, not one per layer.
+  bool loop_alike_layers = true;
   int threads() const { return 32 * warps; }
   int64_t warp_rows() const { return int64_t{16} * r; }  // rows a warp takes a tile
 };
@@ -79,6 +88,16 @@ FusedMlpMmaShape fused_mlp_mma_shape(const FusedMlpSpec& spec);
 // y) are the caller's to fill in.
 std::optional<KernelStep> generate_fused_mlp_mma_kernel(const FusedMlpSpec& spec,
                                                         const std::string& name);
+// The same with a shape of the caller's (e.g. loop_alike_layers off); `shape` as
+// fused_mlp_mma_shape gives it but for the choices it leaves open.
+std::optional<KernelStep> generate_fused_mlp_mma_kernel(const FusedMlpSpec& spec,
+                                                        const std::string& name,
+                                                        const FusedMlpMmaShape& shape);
+
+// The runs of hidden layers the kernel loops over: [first, last] layer indices (0-based), each
+// run at least two layers alike (square, same bias and activation), never the first or the last
+// layer of the spec.
+std::vector<std::pair<size_t, size_t>> fused_mlp_layer_loops(const FusedMlpSpec& spec);
 
 // Persistent: tiles of tile_rows rows, one per warp at a time; as few warps a block as leave no
 // SM without a tile (so few rows spread over many SMs), at most kGpuSms blocks; the warps loop.

@@ -179,3 +179,48 @@ TEST_CASE("fused MLP mma kernels build with NVRTC: f16 and bf16, widths 32 to 12
     build(mlp_spec(dt, 48, {128, 128, 3}, ir::Op::Silu, true), "sm_80");
   }
 }
+
+TEST_CASE("alike hidden layers run as one loop: runs, their bounds, the source", "[fused_mlp]") {
+  using Runs = std::vector<std::pair<size_t, size_t>>;
+  // tcnn_w64: layer 1 reads x, layers 2-5 alike, layer 6 stores y.
+  CHECK(codegen::fused_mlp_layer_loops(mlp_spec(ir::DType::F16, 64, {64, 64, 64, 64, 64, 16})) ==
+        Runs{{1, 4}});
+  // in 32, hidden 64: layer 1 widens, 2-4 alike.
+  CHECK(codegen::fused_mlp_layer_loops(mlp_spec(ir::DType::F16, 32, {64, 64, 64, 64, 16})) ==
+        Runs{{1, 3}});
+  // One hidden layer between the first and the last: nothing to loop.
+  CHECK(codegen::fused_mlp_layer_loops(mlp_spec(ir::DType::F16, 64, {64, 64, 16})).empty());
+  // A layer unlike its neighbours splits the run: different bias, activation or width.
+  codegen::FusedMlpSpec s = mlp_spec(ir::DType::BF16, 64, {64, 64, 64, 64, 64, 64, 16});
+  s.layers[3].bias = true;
+  CHECK(codegen::fused_mlp_layer_loops(s) == Runs{{1, 2}, {4, 5}});
+  s.layers[3].bias = false;
+  s.layers[2].act = ir::Op::GeluTanh;
+  CHECK(codegen::fused_mlp_layer_loops(s) == Runs{{3, 5}});
+  CHECK(codegen::fused_mlp_layer_loops(mlp_spec(ir::DType::F16, 64, {64, 128, 128, 64, 16})) ==
+        Runs{});
+
+  // The source: one loop body over the weights 64 x 72 x 2 bytes apart (and biases 256 apart),
+  // its output named as the run's last; unrolled, a block per layer.
+  const codegen::FusedMlpSpec gelu =
+      mlp_spec(ir::DType::F16, 64, {64, 64, 64, 64, 16}, ir::Op::GeluTanh, /*bias=*/true);
+  auto looped = codegen::generate_fused_mlp_mma_kernel(gelu, "looped");
+  REQUIRE(looped);
+  INFO(looped->source);
+  CHECK(has(looped->source, "// Layers 2 to 4: [64] -> [64], bias, gelu_tanh, 3 alike, one loop."));
+  CHECK(has(looped->source, "for (int l = 0; l < 3; ++l) {"));
+  CHECK(has(looped->source, "mlpc_layer<kR, 64, 8, 72>(c, a1, w2 + l * 9216);"));
+  CHECK(has(looped->source, "l * 256)"));
+  CHECK(has(looped->source, "unsigned (&a4)[kR][4][4] = a1;"));
+  CHECK_FALSE(has(looped->source, "const unsigned w3 ="));
+  CHECK(is_cubin(runtime::compile_to_cubin(looped->source, looped->name, "sm_90")));
+  codegen::FusedMlpMmaShape shape = codegen::fused_mlp_mma_shape(gelu);
+  shape.loop_alike_layers = false;
+  auto unrolled = codegen::generate_fused_mlp_mma_kernel(gelu, "unrolled", shape);
+  REQUIRE(unrolled);
+  CHECK_FALSE(has(unrolled->source, "one loop"));
+  CHECK(has(unrolled->source, "mlpc_layer<kR, 64, 8, 72>(c3, a2, w3);"));
+  // Same kind, launch fields and ops either way: only the code NVRTC builds differs.
+  CHECK(unrolled->ops == looped->ops);
+  CHECK(unrolled->smem_bytes() == looped->smem_bytes());
+}

@@ -38,9 +38,12 @@ std::string describe(const codegen::FusedMlpSpec& s) {
 }
 
 // `s` as one kernel through the executor, at each batch, against the reference on sampled rows.
-void check_spec(const codegen::FusedMlpSpec& s, const std::vector<int64_t>& batches) {
-  INFO(describe(s));
-  auto k = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_test");
+void check_kernel(const codegen::FusedMlpSpec& s, const std::vector<int64_t>& batches,
+                  bool loops) {
+  INFO(describe(s) << (loops ? ", alike layers looped" : ", every layer unrolled"));
+  codegen::FusedMlpMmaShape shape = codegen::fused_mlp_mma_shape(s);
+  shape.loop_alike_layers = loops;
+  auto k = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_test", shape);
   REQUIRE(k);
   const codegen::Plan plan = testing::fused_mlp_plan(s, *k);
   std::map<std::string, std::vector<char>> cubins;
@@ -65,6 +68,12 @@ void check_spec(const codegen::FusedMlpSpec& s, const std::vector<int64_t>& batc
                         << ", contribution ratio " << c.contribution_worst_ratio);
     CHECK(c.ok);
   }
+}
+
+// Both forms of the kernel where they differ (alike hidden layers looped or unrolled).
+void check_spec(const codegen::FusedMlpSpec& s, const std::vector<int64_t>& batches) {
+  check_kernel(s, batches, true);
+  if (!codegen::fused_mlp_layer_loops(s).empty()) check_kernel(s, batches, false);
 }
 
 bool skip() {
@@ -98,6 +107,10 @@ TEST_CASE("fused MLP mma kernel matches the reference: widths 32 and 128, epilog
     check_spec(mlp_spec(dt, 64, {128, 128, 128, 128, 128, 128, 128, 1}), {127, 1000});
     check_spec(mlp_spec(dt, 64, {64, 64, 16}, ir::Op::GeluTanh, /*bias=*/true, false,
                         ir::Op::GeluTanh),
+               kBatches);
+    // narrow_gelu's shape: biases and GELU in a loop of three alike layers, a residual at the end.
+    check_spec(mlp_spec(dt, 64, {64, 64, 64, 64, 64}, ir::Op::GeluTanh, /*bias=*/true,
+                        /*residual=*/true),
                kBatches);
     check_spec(mlp_spec(dt, 64, {128, 64}, ir::Op::Silu, true, /*residual=*/true), kBatches);
     // in_width 48 (a 16-wide tail of x), output width 3.
