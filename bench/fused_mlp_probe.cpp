@@ -3,7 +3,8 @@
 // bf16, launched as the executor launches it; each output checked on sampled rows against an fp64
 // reference that rounds every hidden activation as the kernel does. Prints µs per launch, the
 // bandwidth of x and y (and the weights, once), TFLOP/s, registers and NVRTC's time, for the
-// generated kernel (alike hidden layers as one loop) and the same spec with every layer unrolled.
+// kernel with alike hidden layers as one loop and with every layer unrolled (the generated one is
+// whichever fused_mlp_loops_pay says).
 // Usage: fused_mlp_probe [ROWS,WIDTH,LAYERS ...]   (default: 262144,64,6)
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -46,11 +47,11 @@ void probe_dtype(const bench::Shape& shape, ir::DType dt, int sms) {
                shape.k, why);
     return;
   }
-  const auto looped = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_probe");
-  codegen::FusedMlpMmaShape unrolled_shape = codegen::fused_mlp_mma_shape(s);
-  unrolled_shape.loop_alike_layers = false;
-  const auto unrolled = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_probe",
-                                                               unrolled_shape);
+  codegen::FusedMlpMmaShape form = codegen::fused_mlp_mma_shape(s);
+  form.loop_alike_layers = true;
+  const auto looped = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_probe", form);
+  form.loop_alike_layers = false;
+  const auto unrolled = codegen::generate_fused_mlp_mma_kernel(s, "fused_mlp_probe", form);
   const auto& f = std::get<codegen::FusedMlpMma>(looped->kind);
   const int64_t rows = shape.rows;
 

@@ -287,11 +287,26 @@ bool fused_mlp_mma_fits(const FusedMlpSpec& s, std::string* why_not) {
   return true;
 }
 
+bool fused_mlp_loops_pay(const FusedMlpSpec& s) {
+  const std::vector<std::pair<size_t, size_t>> runs = fused_mlp_layer_loops(s);
+  if (runs.empty()) return false;
+  const int64_t r = std::clamp<int64_t>(kFusedMlpMaxWidth / max_width(s), 1, 4);
+  int64_t mmas = 0;
+  int64_t k = s.in_width;
+  for (const FusedMlpLayer& l : s.layers) mmas += r * (k / 16) * ((l.n + 7) / 8), k = l.n;
+  const bool costly_act = std::any_of(runs.begin(), runs.end(), [&](const auto& run) {
+    const std::optional<ir::Op>& act = s.layers[run.first].act;
+    return act && *act != ir::Op::Relu;
+  });
+  return mmas > kFusedMlpLoopMmas || costly_act;
+}
+
 FusedMlpMmaShape fused_mlp_mma_shape(const FusedMlpSpec& s) {
   FusedMlpMmaShape shape;
   shape.r = static_cast<int>(std::clamp<int64_t>(kFusedMlpMaxWidth / max_width(s), 1, 4));
   shape.warps = kFusedMlpMaxWarps;
   shape.smem_bytes = static_cast<int>(smem_bytes(s));
+  shape.loop_alike_layers = fused_mlp_loops_pay(s);
   return shape;
 }
 

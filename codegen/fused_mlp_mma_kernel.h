@@ -32,9 +32,11 @@
 // hidden width a multiple of 16 (the MMA's K, and a layer's output is the next one's K); the
 // output width any, padded to 8.
 //
-// Alike hidden layers (square, with the same bias and activation) in a row run as one loop over
-// their weights, evenly spaced in shared memory, rewriting the A fragments in place: NVRTC's time
-// grows with the unrolled code, and a cold -O2 compile waits for this kernel's build.
+// Alike hidden layers (square, with the same bias and activation) in a row may run as one loop
+// over their weights, evenly spaced in shared memory, rewriting the A fragments in place: NVRTC's
+// time grows with the unrolled code, and a cold -O2 compile waits for this kernel's build. The
+// loop costs a few percent of run time, so it is taken only where the build is long
+// (fused_mlp_loops_pay).
 //
 // The tail: rows past the end are read as zeros and never stored, at any row count.
 //
@@ -68,8 +70,9 @@ struct FusedMlpMmaShape {
   int warps = kFusedMlpMaxWarps;
   int smem_bytes = 0;
   // Hidden layers alike (square, same bias and activation) in a row run as one loop over their
-  // weights instead of a copy each: NVRTC builds one layer's code, not one per layer.
-  bool loop_alike_layers = true;
+  // weights instead of a copy each: NVRTC builds one layer's code, not one per layer, and the
+  // kernel runs a few percent slower. fused_mlp_mma_shape sets it where fused_mlp_loops_pay.
+  bool loop_alike_layers = false;
   int threads() const { return 32 * warps; }
   int64_t warp_rows() const { return int64_t{16} * r; }  // rows a warp takes a tile
 };
@@ -82,6 +85,14 @@ bool fused_mlp_mma_fits(const FusedMlpSpec& spec, std::string* why_not = nullptr
 
 // The shape for a spec that fits.
 FusedMlpMmaShape fused_mlp_mma_shape(const FusedMlpSpec& spec);
+
+// Unrolled, a warp tile's MMAs past this make NVRTC's build the longest part of a cold -O2
+// compile (width 128: 592 MMAs, over a second) while width 64's 336 build in about half that.
+inline constexpr int64_t kFusedMlpLoopMmas = 384;
+// Whether alike hidden layers should loop: the unrolled kernel has more than kFusedMlpLoopMmas
+// MMAs a warp tile, or a looped run's activation is not ReLU (GELU, SiLU: an inline expression
+// over every accumulator, unrolled once per layer).
+bool fused_mlp_loops_pay(const FusedMlpSpec& spec);
 
 // The kernel `name` for `spec`, or nullopt when fused_mlp_mma_fits refuses it. Its name, source,
 // row_len (the output width), kind and ops are set; its buffers (inputs x, W_1, b_1, ..., output
