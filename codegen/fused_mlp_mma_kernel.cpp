@@ -47,6 +47,11 @@ int64_t max_width(const FusedMlpSpec& s) {
   return w;
 }
 
+// m16 tiles a warp takes (R): as many as keep R * the widest layer within kFusedMlpMaxWidth.
+int64_t tiles_per_warp(const FusedMlpSpec& s) {
+  return std::clamp<int64_t>(kFusedMlpMaxWidth / max_width(s), 1, 4);
+}
+
 bool refuse(std::string* why_not, std::string why) {
   if (why_not) *why_not = std::move(why);
   return false;
@@ -290,10 +295,9 @@ bool fused_mlp_mma_fits(const FusedMlpSpec& s, std::string* why_not) {
 bool fused_mlp_loops_pay(const FusedMlpSpec& s) {
   const std::vector<std::pair<size_t, size_t>> runs = fused_mlp_layer_loops(s);
   if (runs.empty()) return false;
-  const int64_t r = std::clamp<int64_t>(kFusedMlpMaxWidth / max_width(s), 1, 4);
+  const int64_t r = tiles_per_warp(s);
   int64_t mmas = 0;
-  int64_t k = s.in_width;
-  for (const FusedMlpLayer& l : s.layers) mmas += r * (k / 16) * ((l.n + 7) / 8), k = l.n;
+  for (const Dims& d : layer_dims(s)) mmas += r * (d.k / 16) * (d.n / 8);
   const bool costly_act = std::any_of(runs.begin(), runs.end(), [&](const auto& run) {
     const std::optional<ir::Op>& act = s.layers[run.first].act;
     return act && *act != ir::Op::Relu;
@@ -303,7 +307,7 @@ bool fused_mlp_loops_pay(const FusedMlpSpec& s) {
 
 FusedMlpMmaShape fused_mlp_mma_shape(const FusedMlpSpec& s) {
   FusedMlpMmaShape shape;
-  shape.r = static_cast<int>(std::clamp<int64_t>(kFusedMlpMaxWidth / max_width(s), 1, 4));
+  shape.r = static_cast<int>(tiles_per_warp(s));
   shape.warps = kFusedMlpMaxWarps;
   shape.smem_bytes = static_cast<int>(smem_bytes(s));
   shape.loop_alike_layers = fused_mlp_loops_pay(s);
@@ -312,17 +316,15 @@ FusedMlpMmaShape fused_mlp_mma_shape(const FusedMlpSpec& s) {
 
 std::vector<std::pair<size_t, size_t>> fused_mlp_layer_loops(const FusedMlpSpec& s) {
   std::vector<std::pair<size_t, size_t>> runs;
-  int64_t k = s.in_width;
-  std::vector<int64_t> in_width;
-  for (const FusedMlpLayer& l : s.layers) in_width.push_back(k), k = l.n;
+  const std::vector<Dims> dims = layer_dims(s);
   auto alike = [&](size_t a, size_t b) {
     const FusedMlpLayer &x = s.layers[a], &y = s.layers[b];
-    return x.n == y.n && x.bias == y.bias && x.act == y.act && in_width[a] == in_width[b];
+    return x.n == y.n && x.bias == y.bias && x.act == y.act && dims[a].k == dims[b].k;
   };
   // Hidden layers 1 .. size - 2: the first reads x (its weights permuted), the last stores y.
   for (size_t i = 1; i + 1 < s.layers.size();) {
     size_t j = i;
-    if (in_width[i] == s.layers[i].n)
+    if (dims[i].k == s.layers[i].n)
       while (j + 2 < s.layers.size() && alike(i, j + 1)) ++j;
     if (j > i) runs.emplace_back(i, j);
     i = j + 1;

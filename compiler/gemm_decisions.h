@@ -1,7 +1,7 @@
 // The passes' compile-time choices made by measurement on the GPU: whether sibling GEMMs run
 // merged, whether epilogues fold. The deciders handed to the passes read a table of times
 // (DecisionTimes) and never call the runtime: what a decision asks for and does not find is
-// recorded, timed in one batch by measure_decisions (compiler/decision_timing.h), and the
+// recorded, timed in one batch by run_measured_pipeline (compiler/decision_timing.h), and the
 // passes run again. (How each GEMM then runs is kernel selection's: compiler/tuning.h measures,
 // passes/select_kernels.h decides.)
 #pragma once

@@ -375,37 +375,37 @@ void* Executor::settable(int i) {
   return b.role == codegen::BufferRole::Param ? param_storage(i) : device_ptr(i);
 }
 
-int Executor::raw_settable(const std::string& name) {
-  const int i = buffer_index(name);
+void* Executor::raw_settable(int i) {
   const codegen::Buffer& b = plan_.buffers[i];
-  settable(i);  // first: a buffer that may not be set says so
+  void* dst = settable(i);  // first: a buffer that may not be set says so
   const bool has_derived =
       std::any_of(plan_.buffers.begin(), plan_.buffers.end(),
                   [&](const codegen::Buffer& o) { return o.derived_from() == i; });
   if (has_derived || b.view_of >= 0)
     throw Error(fmt::format("buffer {} has TF32 parts or a transpose, or is stacked into a "
-                            "concat: set it with set_tensor", name));
-  return i;
+                            "concat: set it with set_tensor", b.name));
+  return dst;
 }
 
 void Executor::set_bytes(const std::string& name, const std::vector<uint8_t>& bytes) {
-  const int i = raw_settable(name);
+  const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
+  void* dst = raw_settable(i);
   const size_t want = static_cast<size_t>(b.numel(batch_ < 0 ? 1 : batch_)) *
                       ir::dtype_size(b.type.dtype);
   if (bytes.size() != want)
     throw Error(fmt::format("bytes for {}: expected {} ({}[{}]), got {}", name, want,
                             ir::dtype_name(b.type.dtype), fmt::join(bound_dims(i), ", "),
                             bytes.size()));
-  if (!bytes.empty())
-    MLPC_CUDA(cudaMemcpy(settable(i), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  if (!bytes.empty()) MLPC_CUDA(cudaMemcpy(dst, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
   set_[i] = true;
 }
 
 void Executor::fill_random(const std::string& name, double scale, uint64_t seed) {
-  const int i = raw_settable(name);
+  const int i = buffer_index(name);
   const codegen::Buffer& b = plan_.buffers[i];
-  fill_random_device(settable(i), b.numel(batch_ < 0 ? 1 : batch_), b.type.dtype, scale, seed);
+  fill_random_device(raw_settable(i), b.numel(batch_ < 0 ? 1 : batch_), b.type.dtype, scale,
+                     seed);
   MLPC_CUDA(cudaStreamSynchronize(nullptr));
   set_[i] = true;
 }

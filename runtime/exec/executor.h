@@ -144,8 +144,8 @@ class Executor {
   void* param_storage(int buffer_index);
   // Where set_tensor / set_bytes write buffer `i`; throws for the buffers they may not write.
   void* settable(int buffer_index);
-  // The index of a buffer set_bytes and fill_random may write (not one with derived forms).
-  int raw_settable(const std::string& buffer_name);
+  // settable, for raw bytes (set_bytes, fill_random): not a buffer with derived forms or a view.
+  void* raw_settable(int buffer_index);
   std::vector<int64_t> bound_dims(int buffer_index) const;
   int buffer_index(const std::string& name) const;
 

@@ -162,28 +162,21 @@ std::optional<double> GemmBench::cached_us(const std::string& key) {
   return std::nullopt;
 }
 
-GemmBench::Inputs GemmBench::random_inputs(const codegen::Plan& plan) {
-  Inputs inputs;
-  uint64_t seed = 1;
-  for (const codegen::Buffer& b : plan.buffers) {
-    if (!b.uploaded()) continue;
-    const int64_t fan_in = b.type.shape.rank() > 1 ? b.type.shape.last() : 1;
-    const double scale = b.role == codegen::BufferRole::Input ? 1.0 : 1.0 / std::sqrt(fan_in);
-    inputs.push_back({b.name, scale, seed++});
-  }
-  return inputs;
-}
-
 double GemmBench::graph_us(const codegen::Plan& plan,
                            const std::map<std::string, std::vector<char>>& cubins, int64_t rows,
-                           const std::string& key, const Inputs* inputs) {
+                           const std::string& key) {
   if (auto us = cached_us(key)) return *us;
   TimingEvent event{.thread = build_log_thread(), .start_ms = build_log_now_ms()};
   const auto t0 = std::chrono::steady_clock::now();
   Executor ex(plan, cubins, {.tune_gemms = true, .cuda_graph = true});
   ex.bind_batch(rows);
-  for (const RandomInput& in : inputs ? *inputs : random_inputs(plan))
-    ex.fill_random(in.buffer, in.scale, in.seed);
+  uint64_t seed = 1;
+  for (const codegen::Buffer& b : plan.buffers) {
+    if (!b.uploaded()) continue;
+    const int64_t fan_in = b.type.shape.rank() > 1 ? b.type.shape.last() : 1;
+    ex.fill_random(b.name, b.role == codegen::BufferRole::Input ? 1.0 : 1.0 / std::sqrt(fan_in),
+                   seed++);
+  }
   event.setup_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
   cudaStream_t stream = nullptr;

@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "codegen/plan.h"
@@ -35,24 +34,15 @@ class GemmBench {
   double copy_us(int64_t bytes);
   // A time stored under `key` by graph_us (or another timing), if there is one.
   std::optional<double> cached_us(const std::string& key);
-  // The values graph_us writes into `plan`'s buffers, by buffer name: inputs U(-1, 1), params
-  // scaled as nn.Linear initializes them, so sums stay in range; drawn on the device
-  // (runtime/exec/device_random.h) for the batch size graph_us binds.
-  struct RandomInput {
-    std::string buffer;
-    double scale = 1.0;
-    uint64_t seed = 1;
-  };
-  using Inputs = std::vector<RandomInput>;
-  static Inputs random_inputs(const codegen::Plan& plan);
-  // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on `inputs`
-  // (random_inputs when null), GEMMs tuned: for a plan of one step repeated, that step's time
-  // inside a compiled graph (what a step costs there, launch overhead amortized as the graph
-  // amortizes it). `cubins` as for Executor. Cached under `key` with the GEMM timings. Its
+  // Median µs per forward of `plan` run as one CUDA graph at `rows` rows, on random values
+  // drawn on the device (inputs U(-1, 1), params scaled as nn.Linear initializes them, so sums
+  // stay in range: runtime/exec/device_random.h), GEMMs tuned: for a plan of one step
+  // repeated, that step's time inside a compiled graph (what a step costs there, launch
+  // overhead amortized as the graph amortizes it). `cubins` as for Executor. Cached under `key` with the GEMM timings. Its
   // GEMMs are tuned within their budget, then the graph is replayed as kReplayBudgetUs allows
   // (runtime/measure/replay_budget.h: a short plan many times, a long one a few).
   double graph_us(const codegen::Plan& plan, const std::map<std::string, std::vector<char>>& cubins,
-                  int64_t rows, const std::string& key, const Inputs* inputs = nullptr);
+                  int64_t rows, const std::string& key);
 
  private:
   struct Timer;
