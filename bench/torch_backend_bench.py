@@ -88,17 +88,18 @@ def error(got, ref, dtype, scale=1.0):
     return diff.max().item(), (diff / (atol * rms + rtol * r.abs())).max().item()
 
 
-def mlpc_compiled(model):
-    """torch.compile with the mlpc backend (by name where the entry point is installed)."""
+def mlpc_compiled(model, options):
+    """torch.compile with the mlpc backend (by name where the entry point is installed) and
+    mlpc's `options` (mlpc.compile's keywords, e.g. fp32_gemms="auto")."""
     try:
         from torch._dynamo import lookup_backend
         lookup_backend("mlpc")
-        return torch.compile(model, backend="mlpc")
+        return torch.compile(model, backend="mlpc", options=options or None)
     except Exception:
-        return torch.compile(model, backend=mlpc_backend.backend)
+        return torch.compile(model, backend=mlpc_backend.backend, options=options or None)
 
 
-def bench_block(name, rows_list, dtype, reps):
+def bench_block(name, rows_list, dtype, reps, options):
     m, d = models.build(name, dtype=dtype)
     m = m.cuda()
     dt = next(m.parameters()).dtype
@@ -107,7 +108,7 @@ def bench_block(name, rows_list, dtype, reps):
     mlpc_backend.reset()
     default = torch.compile(copy.deepcopy(m))  # its own module: Dynamo's caches stay apart
     m64 = copy.deepcopy(m).double()  # the exact answer, from the same rounded weights
-    ours = mlpc_compiled(m)
+    ours = mlpc_compiled(m, options)
     for rows in rows_list:
         x = torch.randn(rows, d, device="cuda", dtype=dt)
         ref = m(x)
@@ -154,7 +155,7 @@ def overhead(cm, compiled_fn, x, reps):
             "python_over_cpp_us": py - cpp}
 
 
-def dynamic_batches(name, dtype, batches=(1, 16, 1000, 8192), oblivious=False):
+def dynamic_batches(name, dtype, options, batches=(1, 16, 1000, 8192), oblivious=False):
     """Batches in a row through one torch.compile(backend="mlpc") with mark_dynamic: Dynamo
     graphs handed to the backend after the first, mlpc compiles, NVRTC builds after them."""
     m, d = models.build(name, dtype=dtype)
@@ -167,7 +168,7 @@ def dynamic_batches(name, dtype, batches=(1, 16, 1000, 8192), oblivious=False):
         if not hasattr(fx_config, "backed_size_oblivious"):
             return {"block": name, "errors": ["no backed_size_oblivious in this torch"]}
         fx_config.backed_size_oblivious = True
-    f = mlpc_compiled(m)
+    f = mlpc_compiled(m, options)
     errors = []
     for b in batches:
         x = torch.randn(b, d, device="cuda", dtype=dt)
@@ -197,7 +198,13 @@ def main():
     p.add_argument("--dtype", choices=["bf16", "f16", "f32", "published"], default="published",
                    help="the blocks' dtype (default: each block's published one)")
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--options", default="",
+                   help="torch.compile's options for mlpc, KEY=VALUE,... (fp32_gemms=auto: f32 "
+                        "GEMMs as 3xTF32 in K-chunks where that times faster)")
+    p.add_argument("--no-dynamic", action="store_true", help="skip the batch-sizes-in-a-row runs")
     args = p.parse_args()
+    options = {k: int(v) if v.isdigit() else v
+               for k, v in (kv.split("=", 1) for kv in args.options.split(",") if kv)}
     if not torch.cuda.is_available():
         print("torch_backend_bench: needs a CUDA GPU", file=sys.stderr)
         return 1
@@ -206,7 +213,7 @@ def main():
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}.get(args.dtype)
     rows_list = [int(r) for r in args.rows.split(",")]
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-               "blocks": [], "dynamic": []}
+               "options": options, "blocks": [], "dynamic": []}
     print("| block | dtype | rows | launches mlpc / eager / compile | eager µs | compile µs | "
           "mlpc µs | eager/mlpc | compile/mlpc | max abs err vs fp64 (of tol; vs eager, of 2 tol; "
           "eager's of tol) |")
@@ -214,7 +221,7 @@ def main():
     with torch.no_grad():
         for name in args.blocks.split(","):
             try:
-                r = bench_block(name, rows_list, dtype, args.reps)
+                r = bench_block(name, rows_list, dtype, args.reps, options)
             except Exception as e:
                 print(f"| {name} | error: {type(e).__name__}: {str(e).splitlines()[0]} |")
                 results["blocks"].append({"block": name, "error": f"{type(e).__name__}: {e}"})
@@ -231,10 +238,10 @@ def main():
         print("\n| block | sizes 0/1 | recompiles | mlpc compiles | NVRTC builds after compile | "
               "errors |")
         print("|---|---|---|---|---|---|")
-        for name in args.blocks.split(","):
+        for name in [] if args.no_dynamic else args.blocks.split(","):
             for oblivious in (False, True):
                 try:
-                    dyn = dynamic_batches(name, dtype, oblivious=oblivious)
+                    dyn = dynamic_batches(name, dtype, options, oblivious=oblivious)
                 except Exception as e:
                     dyn = {"block": name, "errors": [f"{type(e).__name__}: {e}"]}
                 results["dynamic"].append(dyn)

@@ -126,6 +126,10 @@ Module compile(const ir::Graph& g, const CompileSpec& spec = {});
 Module compile(std::string_view mlp_text, const CompileSpec& spec = {},
                std::string_view file = "<input>");
 
+// Throws the Error compile would for what `spec` asks (a level, a kernel choice, a batch size),
+// without compiling: a caller holding options for later compiles checks them once, up front.
+void check_spec(const CompileSpec& spec);
+
 // Whether a usable GPU is here, and if not, why: "no NVIDIA driver or GPU found: ..." with the
 // CUDA runtime's own reason (runtime/device/device.h).
 bool gpu_available(std::string* why = nullptr);

@@ -59,6 +59,18 @@ std::string plan_header(const BatchPlans& plans, const BatchPlan& p) {
                                 : std::string();
 }
 
+// The compiler's options for a spec; throws where the spec asks for what compile refuses.
+CompileOptions options_of(const CompileSpec& spec) {
+  CompileOptions options = options_for_level(
+      spec.level, {.merge_gemms = spec.merge_gemms, .small_gemms = spec.small_gemms,
+                   .gated_gemms = spec.gated_gemms, .fp32_gemms = spec.fp32_gemms,
+                   .transposed_x = spec.transposed_x, .fused_mlp = spec.fused_mlp});
+  options.arch = spec.arch;
+  for (int64_t b : spec.decide_batches)
+    if (b <= 0) throw Error(fmt::format("decide_batches: {} is not a batch size", b));
+  return options;
+}
+
 }  // namespace
 
 struct Module::Impl {
@@ -335,16 +347,12 @@ int Module::nvrtc_builds_since_compile() const {
   return runtime::nvrtc_builds_in_process() - impl_->nvrtc_builds_at_compile;
 }
 
+void check_spec(const CompileSpec& spec) { options_of(spec); }
+
 Module compile(const ir::Graph& g, const CompileSpec& spec) {
-  CompileOptions options = options_for_level(
-      spec.level, {.merge_gemms = spec.merge_gemms, .small_gemms = spec.small_gemms,
-                   .gated_gemms = spec.gated_gemms, .fp32_gemms = spec.fp32_gemms,
-                   .transposed_x = spec.transposed_x, .fused_mlp = spec.fused_mlp});
-  options.arch = spec.arch;
-  std::vector<int64_t> batches =
+  const CompileOptions options = options_of(spec);
+  const std::vector<int64_t>& batches =
       spec.decide_batches.empty() ? kDefaultDecideBatches : spec.decide_batches;
-  for (int64_t b : batches)
-    if (b <= 0) throw Error(fmt::format("decide_batches: {} is not a batch size", b));
   auto impl = std::make_unique<Module::Impl>();
   impl->plans = compile_for_batches(g, options, batches);
   impl->nvrtc_builds_at_compile = runtime::nvrtc_builds_in_process();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/levels.h"
@@ -104,6 +105,21 @@ TEST_CASE("api: the levels are the CLI's", "[api]") {
          o2.gated_gemms == GatedGemms::Measure && o2.fp32_gemms == Fp32Gemms::Ieee));
   CHECK(options_for_level(2, {.no_fusion = true}).gated_gemms == GatedGemms::Off);
   CHECK(options_for_level(1, {.small_gemms = "mma"}).small_gemms == SmallGemms::Mma);
+}
+
+TEST_CASE("api: check_spec refuses what compile would, compiling nothing", "[api]") {
+  CHECK_NOTHROW(check_spec({.level = 2, .decide_batches = {1, 8192}, .fp32_gemms = "auto"}));
+  const std::pair<CompileSpec, std::string> bad[] = {
+      {{.level = 3}, "optimization level 3: expected 0, 1 or 2"},
+      {{.fp32_gemms = "fast"}, "fp32_gemms 'fast': expected one of auto, ieee, tf32x3"},
+      {{.gated_gemms = "always"}, "gated_gemms 'always': expected one of auto, on, off, mma"},
+      {{.decide_batches = {16, 0}}, "decide_batches: 0 is not a batch size"}};
+  for (const auto& [spec, words] : bad) {
+    const std::string msg = error_of([&] { check_spec(spec); });
+    INFO(msg);
+    CHECK(msg == words);
+    CHECK(error_of([&] { compile(traced_geglu(), spec); }) == msg);
+  }
 }
 
 TEST_CASE("api: text compiles like the traced graph and its errors say file:line:col", "[api]") {

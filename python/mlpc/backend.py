@@ -122,9 +122,14 @@ def _compile_cached(sub, examples, params, shapes, positions, tuple_out, spec, n
     return cm
 
 
-def backend(gm, example_inputs, level=2, decide_batches=None, **spec):
-    """The torch.compile backend: (fx.GraphModule, example inputs) -> a callable."""
+def backend(gm, example_inputs, level=2, decide_batches=None, options=None, **spec):
+    """The torch.compile backend: (fx.GraphModule, example inputs) -> a callable. `options`:
+    torch.compile's options dict, with mlpc.compile's keywords (level, decide_batches,
+    fp32_gemms="auto", ...); they are checked before the graph is looked at."""
     global _last
+    from .compiled import check_options
+    spec = {**spec, "level": level, "decide_batches": decide_batches, **(options or {})}
+    check_options(**spec)
     counters["graphs"] += 1
     report = Report()
     _last = report
@@ -143,8 +148,7 @@ def backend(gm, example_inputs, level=2, decide_batches=None, **spec):
                            "on the CPU, and mlpc runs on CUDA tensors")
             counters["fallbacks"] += 1
             return gm.forward
-        return _partition(gm, list(example_inputs), report,
-                          dict(spec, level=level, decide_batches=decide_batches))
+        return _partition(gm, list(example_inputs), report, spec)
     finally:
         if os.environ.get("MLPC_VERBOSE") == "1":
             print(report)

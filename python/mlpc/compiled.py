@@ -153,9 +153,12 @@ def _dtype(t):
 
 
 def compile(module, example_inputs, level=2, decide_batches=None, arch="", cuda_graphs=True,
-            tune_gemms=True, name=None):
+            tune_gemms=True, name=None, **kernels):
     """The CompiledModule of `module` (an nn.Module, traced with torch.fx, or an fx.GraphModule)
-    for inputs like `example_inputs`."""
+    for inputs like `example_inputs`. `kernels`: the level's kernel choices overridden by name,
+    as `mlpc compile`'s flags take them (fp32_gemms="auto" lets f32 GEMMs run as 3xTF32 in
+    K-chunks where that times faster; merge_gemms, small_gemms, gated_gemms, transposed_x,
+    fused_mlp)."""
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = [example_inputs]
     example_inputs = list(example_inputs)
@@ -168,13 +171,22 @@ def compile(module, example_inputs, level=2, decide_batches=None, arch="", cuda_
                                + "\n".join(tr.problem_lines()))
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     return from_translation(tr, name, None, isinstance(out_node.args[0], (tuple, list)), level,
-                            decide_batches, arch, cuda_graphs, tune_gemms)
+                            decide_batches, arch, cuda_graphs, tune_gemms, **kernels)
+
+
+def check_options(level=2, decide_batches=None, arch="", cuda_graphs=True, tune_gemms=True,
+                  **kernels):
+    """Raises the mlpc.Error a compile with these keywords would (a level, a kernel choice or its
+    value, a batch size), compiling nothing."""
+    _ext().check_spec(level, [int(b) for b in decide_batches or []],
+                      {str(k): str(v) for k, v in kernels.items()})
 
 
 def from_translation(tr, name, positions, tuple_out, level=2, decide_batches=None, arch="",
-                     cuda_graphs=True, tune_gemms=True):
+                     cuda_graphs=True, tune_gemms=True, **kernels):
     """Compiles a translation. positions: which call arguments are mlpc's inputs (None: all, in
     order); tuple_out: a call returns a tuple."""
     m = _ext().compile(tr.text, level, [int(b) for b in decide_batches or []], arch or "",
-                       cuda_graphs, tune_gemms, f"<{name}>")
+                       cuda_graphs, tune_gemms, f"<{name}>",
+                       {str(k): str(v) for k, v in kernels.items()})
     return CompiledModule(tr, m, positions, tuple_out)

@@ -2,12 +2,14 @@
 // pointers (ints) and shapes, so torch tensors pass without copies; run_ptrs is the hot path,
 // which reuses the Module's TensorRefs and changes only their pointers and batch dims.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,36 @@ nb::list infos(const std::vector<mlpc::TensorInfo>& v) {
   return out;
 }
 
+// A CompileSpec with the level's kernel choices overridden by name; an unknown name is an error
+// naming the known ones (their values are checked by mlpc::compile and mlpc::check_spec).
+mlpc::CompileSpec spec_of(int level, std::vector<int64_t> decide_batches,
+                          const std::map<std::string, std::string>& kernels) {
+  mlpc::CompileSpec spec;
+  spec.level = level;
+  spec.decide_batches = std::move(decide_batches);
+  const std::pair<const char*, std::string mlpc::CompileSpec::*> fields[] = {
+      {"merge_gemms", &mlpc::CompileSpec::merge_gemms},
+      {"small_gemms", &mlpc::CompileSpec::small_gemms},
+      {"gated_gemms", &mlpc::CompileSpec::gated_gemms},
+      {"fp32_gemms", &mlpc::CompileSpec::fp32_gemms},
+      {"transposed_x", &mlpc::CompileSpec::transposed_x},
+      {"fused_mlp", &mlpc::CompileSpec::fused_mlp}};
+  for (const auto& [name, value] : kernels) {
+    bool known = false;
+    for (const auto& [field, member] : fields) {
+      if (name == field) {
+        spec.*member = value;
+        known = true;
+      }
+    }
+    if (!known) {
+      throw mlpc::Error("kernel choice '" + name + "': expected one of merge_gemms, small_gemms, "
+                        "gated_gemms, fp32_gemms, transposed_x, fused_mlp");
+    }
+  }
+  return spec;
+}
+
 mlpc::TensorRef ref(uintptr_t ptr, mlpc::DType dtype, std::vector<int64_t> shape) {
   return {reinterpret_cast<void*>(ptr), dtype, std::move(shape)};
 }
@@ -92,10 +124,9 @@ NB_MODULE(_mlpc, m) {
   m.def(
       "compile",
       [](const std::string& text, int level, std::vector<int64_t> decide_batches,
-         std::string arch, bool cuda_graphs, bool tune_gemms, const std::string& file) {
-        mlpc::CompileSpec spec;
-        spec.level = level;
-        spec.decide_batches = std::move(decide_batches);
+         std::string arch, bool cuda_graphs, bool tune_gemms, const std::string& file,
+         const std::map<std::string, std::string>& kernels) {
+        mlpc::CompileSpec spec = spec_of(level, std::move(decide_batches), kernels);
         spec.arch = std::move(arch);
         spec.cuda_graphs = cuda_graphs;
         spec.tune_gemms = tune_gemms;
@@ -104,7 +135,21 @@ NB_MODULE(_mlpc, m) {
       },
       nb::arg("text"), nb::arg("level") = 2, nb::arg("decide_batches") = std::vector<int64_t>{},
       nb::arg("arch") = "", nb::arg("cuda_graphs") = true, nb::arg("tune_gemms") = true,
-      nb::arg("file") = "<python>", "Compiles mlpc text into a Module (mlpc::compile).");
+      nb::arg("file") = "<python>",
+      nb::arg("kernels") = std::map<std::string, std::string>{},
+      "Compiles mlpc text into a Module (mlpc::compile). kernels: the level's kernel choices "
+      "overridden by name (merge_gemms, small_gemms, gated_gemms, fp32_gemms, transposed_x, "
+      "fused_mlp), as `mlpc compile`'s flags of the same names take them.");
+
+  m.def(
+      "check_spec",
+      [](int level, std::vector<int64_t> decide_batches,
+         const std::map<std::string, std::string>& kernels) {
+        mlpc::check_spec(spec_of(level, std::move(decide_batches), kernels));
+      },
+      nb::arg("level") = 2, nb::arg("decide_batches") = std::vector<int64_t>{},
+      nb::arg("kernels") = std::map<std::string, std::string>{},
+      "Raises the mlpc.Error compile would for these options, compiling nothing.");
 
   nb::class_<PyModule>(m, "Module")
       .def_prop_ro("name", [](const PyModule& p) { return p.module.name(); })

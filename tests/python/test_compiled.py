@@ -40,6 +40,38 @@ class Compile(unittest.TestCase):
         self.assertIn("leaky_relu at tests/python/models.py", str(e.exception))
         self.assertIn("cumsum at tests/python/models.py", str(e.exception))
 
+    def test_kernel_choices_reach_the_compiler(self):
+        m, x, _ = block("gpt2_mlp")  # float32: its GEMMs may run as 3xTF32 when asked
+        ieee = mlpc.compile(m, [x], level=2)
+        tf32x3 = mlpc.compile(m, [x], level=2, fp32_gemms="tf32x3")
+        self.assertNotIn("tf32x3", ieee.plan)
+        self.assertIn("tf32x3", tf32x3.plan)
+        self.assertGreater(tf32x3.launches(16), 0)
+
+    def test_a_bad_kernel_choice_is_one_error_naming_the_choices(self):
+        m, x, _ = block("t5_small_ff")
+        for kernels, words in (({"fp32_gemms": "fast"},
+                                "fp32_gemms 'fast': expected one of auto, ieee, tf32x3"),
+                               ({"fp32_gemm": "auto"},
+                                "kernel choice 'fp32_gemm': expected one of merge_gemms")):
+            with self.subTest(**kernels), self.assertRaises(mlpc.Error) as e:
+                mlpc.compile(m, [x], **kernels)
+            self.assertEqual(len(str(e.exception).splitlines()), 1)
+            self.assertIn(words, str(e.exception))
+
+    def test_the_backend_checks_torch_compiles_options_first(self):
+        from mlpc import backend
+        m, x, gm = block("t5_small_ff")
+        graphs = backend.counters["graphs"]
+        with self.assertRaises(mlpc.Error) as e:
+            backend.backend(gm, [x], options={"gated_gemms": "always"})
+        self.assertIn("gated_gemms 'always': expected one of auto, on, off, mma",
+                      str(e.exception))
+        with self.assertRaises(mlpc.Error) as e:
+            backend.backend(gm, [x], options={"level": 3})
+        self.assertIn("optimization level 3", str(e.exception))
+        self.assertEqual(backend.counters["graphs"], graphs)  # refused before the graph
+
     def test_a_float64_example_is_refused(self):
         m, x, _ = block("t5_small_ff")
         with self.assertRaises(TypeError) as e:
