@@ -178,15 +178,19 @@ def check_options(level=2, decide_batches=None, arch="", cuda_graphs=True, tune_
                   **kernels):
     """Raises the mlpc.Error a compile with these keywords would (a level, a kernel choice or its
     value, a batch size), compiling nothing."""
-    _ext().check_spec(level, [int(b) for b in decide_batches or []],
-                      {str(k): str(v) for k, v in kernels.items()})
+    _ext().check_spec(level, *_batches_and_kernels(decide_batches, kernels))
+
+
+def _batches_and_kernels(decide_batches, kernels):
+    """decide_batches and the kernel choices as the extension takes them."""
+    return [int(b) for b in decide_batches or []], {str(k): str(v) for k, v in kernels.items()}
 
 
 def from_translation(tr, name, positions, tuple_out, level=2, decide_batches=None, arch="",
                      cuda_graphs=True, tune_gemms=True, **kernels):
     """Compiles a translation. positions: which call arguments are mlpc's inputs (None: all, in
     order); tuple_out: a call returns a tuple."""
-    m = _ext().compile(tr.text, level, [int(b) for b in decide_batches or []], arch or "",
-                       cuda_graphs, tune_gemms, f"<{name}>",
-                       {str(k): str(v) for k, v in kernels.items()})
+    batches, choices = _batches_and_kernels(decide_batches, kernels)
+    m = _ext().compile(tr.text, level, batches, arch or "", cuda_graphs, tune_gemms, f"<{name}>",
+                       choices)
     return CompiledModule(tr, m, positions, tuple_out)

@@ -8,7 +8,9 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -75,17 +77,14 @@ mlpc::CompileSpec spec_of(int level, std::vector<int64_t> decide_batches,
       {"transposed_x", &mlpc::CompileSpec::transposed_x},
       {"fused_mlp", &mlpc::CompileSpec::fused_mlp}};
   for (const auto& [name, value] : kernels) {
-    bool known = false;
-    for (const auto& [field, member] : fields) {
-      if (name == field) {
-        spec.*member = value;
-        known = true;
-      }
+    const auto* field = std::find_if(std::begin(fields), std::end(fields),
+                                     [&](const auto& f) { return name == f.first; });
+    if (field == std::end(fields)) {
+      std::string known;
+      for (const auto& f : fields) known += std::string(known.empty() ? "" : ", ") + f.first;
+      throw mlpc::Error("kernel choice '" + name + "': expected one of " + known);
     }
-    if (!known) {
-      throw mlpc::Error("kernel choice '" + name + "': expected one of merge_gemms, small_gemms, "
-                        "gated_gemms, fp32_gemms, transposed_x, fused_mlp");
-    }
+    spec.*(field->second) = value;
   }
   return spec;
 }

@@ -38,9 +38,10 @@ class GemmBench {
   // drawn on the device (inputs U(-1, 1), params scaled as nn.Linear initializes them, so sums
   // stay in range: runtime/exec/device_random.h), GEMMs tuned: for a plan of one step
   // repeated, that step's time inside a compiled graph (what a step costs there, launch
-  // overhead amortized as the graph amortizes it). `cubins` as for Executor. Cached under `key` with the GEMM timings. Its
-  // GEMMs are tuned within their budget, then the graph is replayed as kReplayBudgetUs allows
-  // (runtime/measure/replay_budget.h: a short plan many times, a long one a few).
+  // overhead amortized as the graph amortizes it). `cubins` as for Executor. Cached under
+  // `key` with the GEMM timings. Its GEMMs are tuned within their budget, then the graph is
+  // replayed as kReplayBudgetUs allows (runtime/measure/replay_budget.h: a short plan many
+  // times, a long one a few).
   double graph_us(const codegen::Plan& plan, const std::map<std::string, std::vector<char>>& cubins,
                   int64_t rows, const std::string& key);
 
