@@ -7,8 +7,10 @@ writes JSON:
 
   python3 bench/torch_backend_bench.py --json out/torch_backend.json [--blocks gpt2_mlp,...]
 
-Timing: per forward, host-timed over a stream of calls with one synchronize at the end, the best
-of 5 such streams. Correctness, as tools/compare_torch.py judges it: the block run in float64
+Timing: per forward, host-timed over a stream of calls with one synchronize at the end. Eager,
+torch.compile and mlpc take turns, one stream each per round (7 rounds unless --reps says), so
+that the clock the power cap leaves and the card's temperature fall on all three alike; each time
+is the median of its rounds, and the ratio's spread is that of the rounds' own ratios. Correctness, as tools/compare_torch.py judges it: the block run in float64
 (same weights and input) is the exact answer; |got - ref| <= atol + rtol |ref| with rtol
 1.6e-2, atol 1e-2 rms(ref) for bf16 (torch.testing's rtol; atol scaled by the output's size),
 rtol 1e-3, atol 1e-3 rms(ref) for f16, rtol 1e-4, atol 1e-4 rms(ref) for f32 (TF32 off). mlpc
@@ -20,6 +22,7 @@ import argparse
 import copy
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -43,26 +46,45 @@ def sync():
     torch.cuda.synchronize()
 
 
-def time_us(f, x, reps=5, min_s=0.05):
-    """Best of `reps` streams of calls: µs per call, one synchronize per stream."""
+def stream_length(f, x, min_s=0.05):
+    """Calls in a stream that lasts at least `min_s` (after one warm-up call)."""
     f(x)
     sync()
     n, t = 1, 0.0
-    while t < min_s and n < 100000:  # calibrate a stream length
+    while t < min_s and n < 100000:
         t0 = time.perf_counter()
         for _ in range(n):
             f(x)
         sync()
         t = time.perf_counter() - t0
         n *= 2 if t < min_s else 1
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f(x)
-        sync()
-        best = min(best, (time.perf_counter() - t0) / n)
-    return best * 1e6
+    return n
+
+
+def stream_us(f, x, n):
+    """µs per call over one stream of `n` calls, one synchronize at its end."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f(x)
+    sync()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def time_us(f, x, reps=5):
+    """Best of `reps` streams of calls: µs per call (the call-overhead measurements)."""
+    n = stream_length(f, x)
+    return min(stream_us(f, x, n) for _ in range(reps))
+
+
+def time_in_turns(fns, x, rounds=7):
+    """µs per call of each of `fns`, timed in turns (one stream of each per round): per function
+    the list of its rounds' times."""
+    lengths = [stream_length(f, x) for f in fns]
+    times = [[] for _ in fns]
+    for _ in range(rounds):
+        for f, n, t in zip(fns, lengths, times):
+            t.append(stream_us(f, x, n))
+    return times
 
 
 def torch_launches(f, x):
@@ -128,10 +150,16 @@ def bench_block(name, rows_list, dtype, reps, options):
             "launches_mlpc": sum(cm.launches(rows) for cm in report.modules) if report else None,
             "launches_eager": torch_launches(m, x),
             "launches_compile": torch_launches(default, x),
-            "eager_us": time_us(m, x, reps),
-            "compile_us": time_us(default, x, reps),
-            "mlpc_us": time_us(ours, x, reps),
         }
+        eager_t, compile_t, mlpc_t = time_in_turns([m, default, ours], x, reps)
+        per_round = sorted(b / a for a, b in zip(compile_t, mlpc_t))
+        r.update({
+            "eager_us": statistics.median(eager_t),
+            "compile_us": statistics.median(compile_t),
+            "mlpc_us": statistics.median(mlpc_t),
+            "rounds_us": {"eager": eager_t, "compile": compile_t, "mlpc": mlpc_t},
+            "mlpc_over_compile_rounds": [per_round[0], per_round[-1]],
+        })
         r["eager_over_mlpc"] = r["eager_us"] / r["mlpc_us"]
         r["compile_over_mlpc"] = r["compile_us"] / r["mlpc_us"]
         out["rows"][rows] = r
@@ -197,7 +225,7 @@ def main():
     p.add_argument("--rows", default="1,16,4096,8192")
     p.add_argument("--dtype", choices=["bf16", "f16", "f32", "published"], default="published",
                    help="the blocks' dtype (default: each block's published one)")
-    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--reps", type=int, default=7, help="rounds of turns per row count")
     p.add_argument("--options", default="",
                    help="torch.compile's options for mlpc, KEY=VALUE,... (fp32_gemms=auto: f32 "
                         "GEMMs as 3xTF32 in K-chunks where that times faster)")
@@ -215,9 +243,9 @@ def main():
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                "options": options, "blocks": [], "dynamic": []}
     print("| block | dtype | rows | launches mlpc / eager / compile | eager µs | compile µs | "
-          "mlpc µs | eager/mlpc | compile/mlpc | max abs err vs fp64 (of tol; vs eager, of 2 tol; "
+          "mlpc µs | eager/mlpc | compile/mlpc | mlpc/compile, rounds | max abs err vs fp64 (of tol; vs eager, of 2 tol; "
           "eager's of tol) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     with torch.no_grad():
         for name in args.blocks.split(","):
             try:
@@ -228,10 +256,11 @@ def main():
                 continue
             results["blocks"].append(r)
             for rows, v in r["rows"].items():
+                lo, hi = v["mlpc_over_compile_rounds"]
                 print(f"| {name} | {r['dtype']} | {rows} | {v['launches_mlpc']} / "
                       f"{v['launches_eager']} / {v['launches_compile']} | {v['eager_us']:.1f} | "
                       f"{v['compile_us']:.1f} | {v['mlpc_us']:.1f} | {v['eager_over_mlpc']:.2f} | "
-                      f"{v['compile_over_mlpc']:.2f} | {v['max_abs_err']:.2e} "
+                      f"{v['compile_over_mlpc']:.2f} | {lo:.3f}–{hi:.3f} | {v['max_abs_err']:.2e} "
                       f"({v['err_of_tolerance']:.2f}; {v['err_vs_eager_of_twice_tolerance']:.2f}; "
                       f"{v['eager_err_of_tolerance']:.2f}){'' if v['within_tolerance'] else ' FAIL'} |")
             sys.stdout.flush()
