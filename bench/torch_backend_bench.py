@@ -10,12 +10,14 @@ writes JSON:
 Timing: per forward, host-timed over a stream of calls with one synchronize at the end. Eager,
 torch.compile and mlpc take turns, one stream each per round (7 rounds unless --reps says), so
 that the clock the power cap leaves and the card's temperature fall on all three alike; each time
-is the median of its rounds, and the ratio's spread is that of the rounds' own ratios. Correctness, by tools/compare_torch.py's rule and tolerance (mlpc's own contract, from
-the dtype, the block's longest op chain and longest GEMM reduction): the block run in float64
-(same weights and input) is the exact answer; mlpc must be within the tolerance of it, and
-within twice it of eager PyTorch in the same dtype (each rounds its own intermediates: eager
-stores gate and up in bf16 before the GELU, mlpc's gated kernel combines them from fp32
-accumulators). Eager's own distance from float64 is printed beside them."""
+is the median of its rounds, and the ratio's spread is that of the rounds' own ratios.
+
+Correctness, by tools/compare_torch.py's rule and tolerance (mlpc's own contract, from the
+dtype, the block's longest op chain and longest GEMM reduction): the block run in float64 (same
+weights and input) is the exact answer; mlpc must be within the tolerance of it, and within
+twice it of eager PyTorch in the same dtype (each rounds its own intermediates: eager stores
+gate and up in bf16 before the GELU, mlpc's gated kernel combines them from fp32 accumulators).
+Eager's own distance from float64 is printed beside them."""
 
 import argparse
 import copy
@@ -40,7 +42,6 @@ from mlpc import backend as mlpc_backend  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(here), "tools"))
 from compare_torch import compare, tolerance  # noqa: E402
-
 
 
 def sync():
